@@ -1,0 +1,46 @@
+"""Exceptions and warnings raised by skdpsynth."""
+
+from __future__ import annotations
+
+from sklearn.exceptions import NotFittedError as _SkNotFittedError
+
+__all__ = [
+    "SkdpsynthError",
+    "PrivacyBudgetError",
+    "SchemaError",
+    "NotFittedError",
+    "PrivacyLeakWarning",
+]
+
+
+class SkdpsynthError(Exception):
+    """Base class of every error raised by skdpsynth."""
+
+
+class PrivacyBudgetError(SkdpsynthError, ValueError):
+    """A privacy request cannot be met.
+
+    Raised *before* any noise is drawn: when the requested budget is invalid, when a
+    planned spend would exceed it, or when the data are too small for the requested
+    guarantee. Nothing has been spent when this is raised.
+    """
+
+
+class SchemaError(SkdpsynthError, ValueError):
+    """The data do not match the (public) schema, or the schema itself is invalid.
+
+    The message lists every offending column and what to do about it.
+    """
+
+
+class NotFittedError(SkdpsynthError, _SkNotFittedError):
+    """A synthesizer was used before ``fit``."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """Something was computed from private data without differential privacy.
+
+    Raised, for example, by :func:`skdpsynth.infer_schema`, which reads the domain
+    (bounds, categories) straight from the data. A release built on such a schema is
+    not end-to-end differentially private unless the domain really is public.
+    """

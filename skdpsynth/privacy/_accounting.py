@@ -1,0 +1,299 @@
+"""Budget records, the per-fit accountant and composition.
+
+Neighbouring relation used throughout skdpsynth: two datasets are neighbours when
+one is obtained from the other by **adding or removing all records of one person**
+(one row of a table, one learner's whole sequence). Every mechanism states its
+sensitivity under this relation.
+
+Composition. A fit spends its budget through records of three kinds:
+
+* ``"pure"``   -- (epsilon, 0)-DP (Laplace, geometric, exponential mechanisms);
+* ``"approx"`` -- (epsilon, delta)-DP (thresholding, DP-SGD after its own accounting);
+* ``"zcdp"``   -- rho-zCDP (Gaussian mechanism).
+
+Within one cohort they compose sequentially: rho adds up and is converted once to
+(epsilon, delta_zcdp) with the tight conversion of Canonne, Kamath & Steinke
+(2020); pure and approximate records add up by basic composition. Across cohorts
+(successive ``partial_fit`` calls) the spend is the maximum (``"parallel"``: the
+cohorts are different people) or the sum (``"sequential"``) of the cohorts' spends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from skdpsynth.exceptions import PrivacyBudgetError
+
+__all__ = [
+    "BudgetRecord",
+    "PrivacySpent",
+    "BudgetAccountant",
+    "zcdp_to_approx_dp",
+    "approx_dp_to_zcdp",
+    "compose",
+    "check_budget",
+]
+
+NEIGHBOURING = "add/remove one person (all of their records)"
+_TOL = 1e-9
+
+
+def zcdp_to_approx_dp(rho: float, delta: float) -> float:
+    """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP.
+
+    Uses the conversion of Canonne, Kamath & Steinke (2020, Prop. 12):
+    ``eps = inf_{a>1} rho*a + (log(1/(a*delta)) + (a-1)*log(1-1/a)) / (a-1)``,
+    which is tighter than ``rho + 2*sqrt(rho*log(1/delta))``.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter, >= 0.
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    float
+    """
+    if rho <= 0:
+        return 0.0
+    if not 0 < delta < 1:
+        raise PrivacyBudgetError(f"delta must be in (0, 1) to convert zCDP, got {delta}.")
+    alphas = np.concatenate([1 + np.logspace(-6, 0, 400), np.linspace(2, 2000, 4000)])
+    eps = rho * alphas + (np.log(1 / (alphas * delta)) + (alphas - 1) * np.log1p(-1 / alphas)) / (alphas - 1)
+    simple = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    return float(max(0.0, min(eps.min(), simple)))
+
+
+def approx_dp_to_zcdp(epsilon: float, delta: float) -> float:
+    """Largest rho whose conversion (:func:`zcdp_to_approx_dp`) stays within (epsilon, delta)."""
+    if epsilon <= 0:
+        return 0.0
+    hi = epsilon  # rho <= eps always suffices as an upper bracket: conversion >= rho
+    f = lambda r: zcdp_to_approx_dp(r, delta) - epsilon  # noqa: E731
+    if f(hi) <= 0:
+        return hi
+    rho = brentq(f, 1e-12, hi, xtol=1e-14)
+    # step down until the conversion is within budget (brentq's root may sit a hair above)
+    while zcdp_to_approx_dp(rho, delta) > epsilon:
+        rho *= 1 - 1e-9
+    return float(rho)
+
+
+def check_budget(epsilon: float | None, delta: float, *, name: str = "epsilon") -> None:
+    """Validate a privacy request; raises :class:`PrivacyBudgetError` before any work."""
+    if epsilon is None:
+        return
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating, np.integer)):
+        raise PrivacyBudgetError(f"{name} must be a positive number or None (non-private), got {epsilon!r}.")
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise PrivacyBudgetError(f"{name} must be a positive finite number, got {epsilon!r}.")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating, np.integer)) or not 0 <= delta < 1:
+        raise PrivacyBudgetError(f"delta must be in [0, 1), got {delta!r}.")
+
+
+@dataclass(frozen=True)
+class BudgetRecord:
+    """One use of the private data, as charged to the budget.
+
+    Parameters
+    ----------
+    mechanism : str
+        e.g. ``"gaussian"``, ``"geometric"``, ``"exponential"``, ``"dp-sgd"``,
+        ``"exact (non-private)"``.
+    target : str
+        What was measured, e.g. ``"histogram of column 'age'"``.
+    kind : {"pure", "approx", "zcdp", "none"}
+        The guarantee of this record (``"none"``: computed without DP).
+    epsilon, delta, rho : float
+        Its cost (``rho`` for zCDP records; epsilon infinite for ``"none"``).
+    sensitivity : float, optional
+        Sensitivity under :data:`NEIGHBOURING` (L1 for Laplace / geometric, L2
+        for Gaussian, utility sensitivity for the exponential mechanism).
+    noise_scale : float, optional
+        Laplace / geometric scale or Gaussian standard deviation.
+    cohort : int
+        Which ``fit`` / ``partial_fit`` call (0 = ``fit``).
+    details : dict
+        Extra facts, e.g. DP-SGD ``noise_multiplier``, ``sample_rate``, ``steps``.
+    """
+
+    mechanism: str
+    target: str
+    kind: str
+    epsilon: float = 0.0
+    delta: float = 0.0
+    rho: float = 0.0
+    sensitivity: float | None = None
+    noise_scale: float | None = None
+    cohort: int = 0
+    neighbouring: str = NEIGHBOURING
+    details: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("pure", "approx", "zcdp", "none"):
+            raise ValueError(f"unknown record kind {self.kind!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PrivacySpent:
+    """What a fitted synthesizer has spent, derived from its budget log.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        Overall guarantee across all cohorts under ``composition``
+        (``inf`` epsilon when anything was computed without DP).
+    per_cohort : tuple of (epsilon, delta)
+        The guarantee of each ``fit`` / ``partial_fit`` call.
+    composition : str
+        ``"parallel"`` or ``"sequential"`` across cohorts.
+    is_private : bool
+        False when any record is non-private.
+    neighbouring : str
+        The neighbouring relation.
+    """
+
+    epsilon: float
+    delta: float
+    per_cohort: tuple[tuple[float, float], ...] = ()
+    composition: str = "parallel"
+    is_private: bool = True
+    neighbouring: str = NEIGHBOURING
+
+    def __iter__(self):  # allows ``eps, delta = est.privacy_spent_``
+        return iter((self.epsilon, self.delta))
+
+
+def _compose_cohort(records: Sequence[BudgetRecord], delta_zcdp: float) -> tuple[float, float]:
+    if any(r.kind == "none" for r in records):
+        return math.inf, 0.0
+    eps = sum(r.epsilon for r in records if r.kind in ("pure", "approx"))
+    delta = sum(r.delta for r in records if r.kind in ("pure", "approx"))
+    rho = sum(r.rho for r in records if r.kind == "zcdp")
+    if rho > 0:
+        eps += zcdp_to_approx_dp(rho, delta_zcdp)
+        delta += delta_zcdp
+    return eps, delta
+
+
+def compose(
+    records: Iterable[BudgetRecord],
+    *,
+    delta_zcdp: dict[int, float] | float = 0.0,
+    composition: str = "parallel",
+) -> PrivacySpent:
+    """Compose a budget log into one :class:`PrivacySpent`.
+
+    Parameters
+    ----------
+    records : iterable of BudgetRecord
+        The log.
+    delta_zcdp : float or dict of int to float
+        The delta at which each cohort's zCDP part is converted (the share of
+        that cohort's delta reserved for it).
+    composition : {"parallel", "sequential"}
+        Across cohorts.
+
+    Returns
+    -------
+    PrivacySpent
+    """
+    records = list(records)
+    cohorts = sorted({r.cohort for r in records})
+    per = []
+    for c in cohorts:
+        dz = delta_zcdp.get(c, 0.0) if isinstance(delta_zcdp, dict) else delta_zcdp
+        per.append(_compose_cohort([r for r in records if r.cohort == c], dz))
+    if not per:
+        return PrivacySpent(0.0, 0.0, (), composition, True)
+    if composition == "parallel":
+        eps, delta = max(p[0] for p in per), max(p[1] for p in per)
+    elif composition == "sequential":
+        eps, delta = sum(p[0] for p in per), sum(p[1] for p in per)
+    else:
+        raise ValueError(f"composition must be 'parallel' or 'sequential', got {composition!r}.")
+    private = all(r.kind != "none" for r in records)
+    return PrivacySpent(float(eps), float(delta), tuple(per), composition, private)
+
+
+class BudgetAccountant:
+    """Tracks one cohort's spend against its request and refuses to overspend.
+
+    A synthesizer plans its whole spend up front with :meth:`require` (which
+    raises :class:`PrivacyBudgetError` before any noise is drawn) and then
+    charges each mechanism with :meth:`spend`, which checks again.
+
+    Parameters
+    ----------
+    epsilon : float or None
+        The request for this cohort; ``None`` means non-private (only
+        ``kind="none"`` records are accepted).
+    delta : float
+        The request's delta.
+    delta_zcdp : float, default=0.0
+        Share of ``delta`` reserved for converting the zCDP part.
+    cohort : int, default=0
+        Index of the ``fit`` / ``partial_fit`` call.
+    """
+
+    def __init__(self, epsilon: float | None, delta: float, *, delta_zcdp: float = 0.0, cohort: int = 0) -> None:
+        check_budget(epsilon, delta)
+        if delta_zcdp > delta + _TOL:
+            raise PrivacyBudgetError(f"delta_zcdp={delta_zcdp} exceeds delta={delta}.")
+        self.epsilon = epsilon
+        self.delta = delta
+        self.delta_zcdp = delta_zcdp
+        self.cohort = cohort
+        self.records: list[BudgetRecord] = []
+
+    @property
+    def private(self) -> bool:
+        """Whether this accountant enforces a DP budget."""
+        return self.epsilon is not None
+
+    def spent(self, extra: Sequence[BudgetRecord] = ()) -> tuple[float, float]:
+        """(epsilon, delta) of the records so far, plus ``extra``."""
+        return _compose_cohort([*self.records, *extra], self.delta_zcdp)
+
+    def _fits(self, extra: Sequence[BudgetRecord]) -> tuple[bool, float, float]:
+        eps, delta = self.spent(extra)
+        if not self.private:
+            return True, eps, delta
+        return eps <= self.epsilon * (1 + _TOL) + _TOL and delta <= self.delta * (1 + _TOL) + 1e-15, eps, delta
+
+    def require(self, planned: Sequence[BudgetRecord], what: str = "this fit") -> None:
+        """Raise :class:`PrivacyBudgetError` if ``planned`` would not fit; spends nothing."""
+        ok, eps, delta = self._fits(planned)
+        if not ok:
+            raise PrivacyBudgetError(
+                f"{what} needs epsilon={eps:.6g}, delta={delta:.3g} but the budget is "
+                f"epsilon={self.epsilon}, delta={self.delta}; raise the budget or lower the plan."
+            )
+
+    def spend(self, record: BudgetRecord) -> BudgetRecord:
+        """Charge one record (raises before recording if it would overspend)."""
+        if self.private and record.kind == "none":
+            raise PrivacyBudgetError(f"non-private computation {record.target!r} under a DP budget.")
+        record = BudgetRecord(**{**asdict(record), "cohort": self.cohort})
+        self.require([record], what=record.target)
+        self.records.append(record)
+        return record
+
+    def remaining_rho(self, spent_pure: float = 0.0, spent_delta: float = 0.0) -> float:
+        """Largest rho that fits once ``spent_pure`` epsilon and ``spent_delta`` are reserved."""
+        eps = self.epsilon - spent_pure
+        if eps <= 0:
+            return 0.0
+        return approx_dp_to_zcdp(eps, self.delta_zcdp)

@@ -1,0 +1,379 @@
+"""The public domain of a table: column kinds, bounds, categories, missingness.
+
+A schema is *public* information: it must come from documentation, a codebook or
+domain knowledge, not from the private rows. Synthesizers use it to lay public
+grids (histogram cells, category lists) so that no value of the private data leaks
+through the domain. When no schema is given, synthesizers estimate one under
+differential privacy (:func:`skdpsynth.privacy.estimate_schema`) and charge it to the
+budget; :func:`infer_schema` reads it straight from the data and warns that doing so
+is not private.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
+
+__all__ = ["ColumnSpec", "TableSchema", "infer_schema", "KINDS"]
+
+KINDS = ("continuous", "integer", "categorical", "boolean", "datetime")
+_NUMERIC = ("continuous", "integer", "datetime")
+
+
+def _to_timestamp(value: Any, name: str) -> pd.Timestamp:
+    try:
+        return pd.Timestamp(value)
+    except (ValueError, TypeError) as exc:
+        raise SchemaError(f"column {name!r}: bound {value!r} is not a date/time.") from exc
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """The public description of one column.
+
+    Parameters
+    ----------
+    name : str
+        Column name.
+    kind : {"continuous", "integer", "categorical", "boolean", "datetime"}
+        How values are modelled.
+    lower, upper : float, int or pandas.Timestamp, optional
+        Public bounds of numeric and datetime columns (required for those kinds).
+        Values outside are clipped into ``[lower, upper]`` before any statistic.
+    categories : tuple, optional
+        Public category list of a categorical column (required for that kind).
+        Booleans always have ``(False, True)``.
+    nullable : bool, default=True
+        Whether the column may be missing. Missingness is then one more cell of
+        the column's histogram, so its frequency is noised like any other value.
+    """
+
+    name: str
+    kind: str
+    lower: Any = None
+    upper: Any = None
+    categories: tuple | None = None
+    nullable: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise SchemaError(f"column names must be non-empty strings, got {self.name!r}.")
+        if self.kind not in KINDS:
+            raise SchemaError(f"column {self.name!r}: kind {self.kind!r} is not one of {KINDS}.")
+        if self.kind == "boolean":
+            object.__setattr__(self, "categories", (False, True))
+        if self.kind == "categorical":
+            if not self.categories:
+                raise SchemaError(f"column {self.name!r}: a categorical column needs a non-empty 'categories' list.")
+            cats = tuple(self.categories)
+            if len(set(cats)) != len(cats):
+                raise SchemaError(f"column {self.name!r}: categories contain duplicates.")
+            object.__setattr__(self, "categories", cats)
+        if self.kind in _NUMERIC:
+            if self.lower is None or self.upper is None:
+                raise SchemaError(
+                    f"column {self.name!r}: a {self.kind} column needs public 'lower' and 'upper' bounds "
+                    "(from the codebook), or leave the schema out to estimate them under DP."
+                )
+            if self.kind == "datetime":
+                lo, hi = _to_timestamp(self.lower, self.name), _to_timestamp(self.upper, self.name)
+            else:
+                lo, hi = float(self.lower), float(self.upper)
+                if not (math.isfinite(lo) and math.isfinite(hi)):
+                    raise SchemaError(f"column {self.name!r}: bounds must be finite.")
+                if self.kind == "integer":
+                    lo, hi = float(math.ceil(lo)), float(math.floor(hi))
+            if lo > hi:
+                raise SchemaError(f"column {self.name!r}: lower bound {lo} exceeds upper bound {hi}.")
+            object.__setattr__(self, "lower", lo)
+            object.__setattr__(self, "upper", hi)
+        object.__setattr__(self, "nullable", bool(self.nullable))
+
+    @property
+    def numeric_bounds(self) -> tuple[float, float]:
+        """Bounds as floats (datetimes in seconds since the epoch)."""
+        if self.kind == "datetime":
+            return self.lower.value / 1e9, self.upper.value / 1e9
+        return float(self.lower), float(self.upper)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly description."""
+        d = {k: v for k, v in asdict(self).items() if v is not None and k != "name"}
+        if self.kind == "datetime":
+            d["lower"], d["upper"] = self.lower.isoformat(), self.upper.isoformat()
+        if self.kind == "boolean":
+            d.pop("categories", None)
+        if "categories" in d:
+            d["categories"] = [c.item() if isinstance(c, np.generic) else c for c in d["categories"]]
+        return d
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """The public domain of a table: an ordered collection of :class:`ColumnSpec`.
+
+    Parameters
+    ----------
+    columns : tuple of ColumnSpec
+        One spec per column, in table order.
+    public : bool, default=True
+        ``False`` when the schema was read from private data without DP
+        (:func:`infer_schema`); releases built on it are then flagged as not
+        end-to-end DP.
+
+    Examples
+    --------
+    >>> schema = TableSchema.from_dict({
+    ...     "age": {"kind": "integer", "lower": 17, "upper": 70},
+    ...     "course": {"kind": "categorical", "categories": ["A", "B"]},
+    ... })
+    >>> schema.names
+    ('age', 'course')
+    """
+
+    columns: tuple[ColumnSpec, ...]
+    public: bool = field(default=True)
+
+    def __post_init__(self) -> None:
+        cols = tuple(self.columns)
+        names = [c.name for c in cols]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise SchemaError(f"schema lists columns {dup} more than once.")
+        if not cols:
+            raise SchemaError("a schema needs at least one column.")
+        object.__setattr__(self, "columns", cols)
+
+    # construction -------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> TableSchema:
+        """Build from ``{name: {"kind": ..., ...}}``, ``{"columns": ...}`` or a list of dicts with ``name``."""
+        if isinstance(spec, Mapping) and "columns" in spec and not isinstance(spec.get("columns"), Mapping | str) or (
+            isinstance(spec, Mapping) and isinstance(spec.get("columns"), Mapping) and "kind" not in spec["columns"]
+        ):
+            public = bool(spec.get("public", True))
+            spec = spec["columns"]
+        else:
+            public = True
+        if isinstance(spec, Mapping):
+            items = [dict(v, name=k) for k, v in spec.items()]
+        else:
+            items = [dict(v) for v in spec]
+        cols = []
+        for item in items:
+            unknown = set(item) - {"name", "kind", "lower", "upper", "categories", "nullable"}
+            if unknown:
+                raise SchemaError(f"column {item.get('name')!r}: unknown schema keys {sorted(unknown)}.")
+            if "kind" not in item:
+                raise SchemaError(f"column {item.get('name')!r}: missing 'kind' (one of {KINDS}).")
+            cols.append(ColumnSpec(**item))
+        return cls(tuple(cols), public=public)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> TableSchema:
+        """Read a schema written by :meth:`to_json` (or by hand)."""
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_dict(json.load(fh))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly description (round-trips through :meth:`from_dict`)."""
+        return {"public": self.public, "columns": {c.name: c.to_dict() for c in self.columns}}
+
+    def to_json(self, path: str | os.PathLike) -> None:
+        """Write the schema as JSON."""
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(self.to_dict(), fh, indent=2, default=str)
+
+    # access -------------------------------------------------------------------
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Column names in order."""
+        return tuple(c.name for c in self.columns)
+
+    def __getitem__(self, name: str) -> ColumnSpec:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"column {name!r} is not in the schema; it has {list(self.names)}.")
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def select(self, names: Iterable[str]) -> TableSchema:
+        """The sub-schema of ``names`` (in that order)."""
+        return replace(self, columns=tuple(self[n] for n in names))
+
+    # validation ---------------------------------------------------------------
+    def validate(self, X: pd.DataFrame, *, clip: bool = True) -> pd.DataFrame:
+        """Check ``X`` against the schema and return a normalised copy.
+
+        Numeric and datetime values outside the public bounds are clipped to
+        them (a :class:`UserWarning` says how many per column); clipping is what
+        bounds each person's influence, so it is not an error. Everything else
+        that does not fit is an error, all columns listed at once.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+            The table; must have exactly the schema's columns.
+        clip : bool, default=True
+            Clip out-of-bounds values; when False they are an error.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Continuous / integer columns as float64, datetimes as datetime64[ns],
+            categorical and boolean columns as object; NaN marks missing values.
+
+        Raises
+        ------
+        SchemaError
+            Missing or extra columns, unknown categories, text in numeric
+            columns, non-whole values in integer columns, missing values in
+            non-nullable columns.
+        """
+        missing = [n for n in self.names if n not in X.columns]
+        extra = [n for n in X.columns if n not in self.names]
+        problems: list[str] = []
+        if missing:
+            problems.append(f"columns {missing} are in the schema but not in the data")
+        if extra:
+            problems.append(f"columns {extra} are not in the schema; add them to the schema or drop them")
+        if problems:
+            raise SchemaError("; ".join(problems) + ".")
+        out = {}
+        clipped = {}
+        for spec in self.columns:
+            values, msg, n_clipped = _normalise_column(X[spec.name], spec, clip)
+            if msg:
+                problems.append(f"{spec.name!r}: {msg}")
+                continue
+            if n_clipped:
+                clipped[spec.name] = n_clipped
+            out[spec.name] = values
+        if problems:
+            raise SchemaError("data do not match the schema: " + "; ".join(problems) + ".")
+        if clipped:
+            warnings.warn(
+                "values outside the public bounds were clipped to them: "
+                + ", ".join(f"{k!r} ({v} values)" for k, v in clipped.items()),
+                UserWarning,
+                stacklevel=2,
+            )
+        return pd.DataFrame(out, index=X.index)
+
+
+def _normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool) -> tuple[pd.Series | None, str | None, int]:
+    isna = col.isna().to_numpy()
+    if isna.any() and not spec.nullable:
+        return None, f"{int(isna.sum())} missing values but the column is declared nullable=False", 0
+    if spec.kind in ("continuous", "integer"):
+        if pd.api.types.is_bool_dtype(col.dtype):
+            num = col.astype(float)
+        else:
+            num = pd.to_numeric(col, errors="coerce")
+        bad = num.isna().to_numpy() & ~isna
+        if bad.any():
+            return None, f"{int(bad.sum())} non-numeric values (e.g. {col[bad].iloc[0]!r}) in a {spec.kind} column", 0
+        values = num.to_numpy(dtype=float)
+        if spec.kind == "integer":
+            frac = ~isna & (np.abs(values - np.round(values)) > 1e-9)
+            if frac.any():
+                return None, f"{int(frac.sum())} non-whole values in an integer column; declare it continuous", 0
+        lo, hi = spec.numeric_bounds
+        outside = ~isna & ((values < lo) | (values > hi))
+        if outside.any() and not clip:
+            return None, f"{int(outside.sum())} values outside the public bounds [{lo}, {hi}]", 0
+        return pd.Series(np.clip(values, lo, hi), index=col.index), None, int(outside.sum())
+    if spec.kind == "datetime":
+        try:
+            ts = pd.to_datetime(col, errors="raise")
+        except (ValueError, TypeError):
+            return None, "values that are not dates/times", 0
+        if getattr(ts.dt, "tz", None) is not None:
+            ts = ts.dt.tz_convert(None)
+        ts = ts.astype("datetime64[ns]")
+        outside = ~isna & ((ts < spec.lower) | (ts > spec.upper)).to_numpy()
+        if outside.any() and not clip:
+            return None, f"{int(outside.sum())} values outside [{spec.lower}, {spec.upper}]", 0
+        return ts.clip(spec.lower, spec.upper), None, int(outside.sum())
+    # categorical / boolean
+    cats = spec.categories
+    values = col.astype(object).where(~col.isna(), None)
+    lookup = set(cats)
+    if spec.kind == "boolean":
+        mapping = {True: True, False: False, 1: True, 0: False, "True": True, "False": False,
+                   "true": True, "false": False}
+        mapped = [None if v is None else mapping.get(v.item() if isinstance(v, np.generic) else v, "?") for v in values]
+        unknown = [v for v, m in zip(values, mapped) if m == "?"]
+        if unknown:
+            return None, f"{len(unknown)} values that are not booleans (e.g. {unknown[0]!r})", 0
+        return pd.Series(np.array(mapped, dtype=object), index=col.index).where(~isna, np.nan), None, 0
+    norm = [v.item() if isinstance(v, np.generic) else v for v in values]
+    unknown = sorted({repr(v) for v in norm if v is not None and v not in lookup})
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        return None, f"{len(unknown)} values not among the schema's categories ({shown}); add them to 'categories'", 0
+    return pd.Series(np.array(norm, dtype=object), index=col.index).where(~isna, np.nan), None, 0
+
+
+def infer_schema(X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:
+    """Read a schema straight from the data -- NOT differentially private.
+
+    Bounds are the observed minimum and maximum, categories the observed values.
+    Use it only when the domain is public anyway (then prefer writing the schema
+    from the codebook), or for non-private experiments. Emits a
+    :class:`~skdpsynth.exceptions.PrivacyLeakWarning` and marks the schema
+    ``public=False``, which synthesizers record in their budget log.
+
+    Parameters
+    ----------
+    X : pandas.DataFrame
+        The table.
+    max_categories : int, default=50
+        Integer columns with at most this many distinct values and text columns
+        become categorical; integer columns with more become ``integer``.
+
+    Returns
+    -------
+    TableSchema
+    """
+    warnings.warn(
+        "infer_schema reads bounds and categories from the private data without noise: the resulting "
+        "release is not end-to-end differentially private unless this domain is public.",
+        PrivacyLeakWarning,
+        stacklevel=2,
+    )
+    cols = []
+    for name in X.columns:
+        col = X[name]
+        nullable = bool(col.isna().any())
+        nonnull = col.dropna()
+        if len(nonnull) == 0:
+            raise SchemaError(f"column {name!r} is entirely missing; its domain cannot be inferred.")
+        if pd.api.types.is_bool_dtype(col.dtype):
+            cols.append(ColumnSpec(name, "boolean", nullable=nullable))
+        elif pd.api.types.is_datetime64_any_dtype(col.dtype):
+            cols.append(ColumnSpec(name, "datetime", nonnull.min(), nonnull.max(), nullable=nullable))
+        elif pd.api.types.is_numeric_dtype(col.dtype):
+            vals = nonnull.to_numpy(dtype=float)
+            whole = bool(np.all(vals == np.round(vals)))
+            kind = "integer" if whole else "continuous"
+            cols.append(ColumnSpec(name, kind, float(vals.min()), float(vals.max()), nullable=nullable))
+        else:
+            cats = sorted(pd.unique(nonnull.astype(object)).tolist(), key=str)
+            cols.append(ColumnSpec(name, "categorical", categories=tuple(cats), nullable=nullable))
+    return TableSchema(tuple(cols), public=False)

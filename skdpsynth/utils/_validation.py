@@ -1,0 +1,159 @@
+"""Input validation shared by every synthesizer and metric.
+
+All checks run before any privacy budget is spent and name the offending column or
+parameter.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from skdpsynth.exceptions import SchemaError
+
+
+def _array_to_frame(X: object) -> pd.DataFrame:
+    arr = np.asarray(X)
+    if np.iscomplexobj(arr):
+        raise ValueError("Complex data not supported: give real numbers or categories.")
+    if arr.ndim == 1:
+        raise ValueError(
+            "Expected 2D array, got 1D array instead. Reshape your data with "
+            "array.reshape(-1, 1) for a single column, or pass a pandas DataFrame."
+        )
+    if arr.ndim != 2:
+        raise ValueError(f"Expected a 2D table, got an array with {arr.ndim} dimensions.")
+    return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
+
+
+def check_table(X: object, y: object = None, *, y_name: str = "y", min_rows: int = 2) -> pd.DataFrame:
+    """Validate a training table and return it as a DataFrame (the input is not modified).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame or array-like of shape (n_samples, n_features)
+        The private table, one row per person. A 2-D NumPy array is accepted and
+        its columns are named ``x0, x1, ...``. Sparse matrices are rejected.
+    y : array-like of shape (n_samples,), optional
+        A target to synthesize with ``X``: joined as one more column, named after
+        the Series or ``y_name``.
+    y_name : str, default="y"
+        Column name for an unnamed ``y``.
+    min_rows : int, default=2
+        Fewest rows accepted.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    TypeError
+        Sparse input.
+    ValueError
+        Empty input, too few rows, complex numbers, infinite values.
+    SchemaError
+        Duplicate, missing or non-string column names; a column mixing numbers
+        and text.
+    """
+    if sp.issparse(X) or (isinstance(X, pd.DataFrame) and any(isinstance(d, pd.SparseDtype) for d in X.dtypes)):
+        raise TypeError(
+            "sparse input is not supported: synthesizers model each column's distribution; "
+            "convert with X.toarray() or a dense pandas DataFrame."
+        )
+    if isinstance(X, pd.Series):
+        X = X.to_frame()
+    frame = X if isinstance(X, pd.DataFrame) else _array_to_frame(X)
+    bad_names = [c for c in frame.columns if not isinstance(c, str) or c == ""]
+    if bad_names:
+        raise SchemaError(
+            f"column names must be non-empty strings; got {bad_names!r}. Rename them, "
+            "e.g. X.columns = X.columns.astype(str)."
+        )
+    dup = frame.columns[frame.columns.duplicated()].unique().tolist()
+    if dup:
+        raise SchemaError(f"duplicate column names {dup!r}: every column needs a unique name.")
+    if frame.shape[1] == 0:
+        raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % frame.shape[0])
+    if y is not None:
+        ys = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y).ravel() if np.ndim(y) > 1 and np.shape(y)[1] == 1 else np.asarray(y))
+        if ys.ndim != 1 or len(ys) != len(frame):
+            raise ValueError(f"y has {len(ys)} values but X has {len(frame)} rows; they must match.")
+        name = ys.name if isinstance(ys.name, str) and ys.name else y_name
+        if name in frame.columns:
+            raise SchemaError(f"y is named {name!r}, which is already a column of X; rename one of them.")
+        frame = frame.copy()
+        frame[name] = ys.to_numpy()
+    n, d = frame.shape
+    if d == 0:
+        raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % n)
+    if n == 0:
+        raise ValueError("0 sample(s) (shape=(0, %d)) while a minimum of %d is required." % (d, min_rows))
+    if n < min_rows:
+        raise ValueError(
+            f"n_samples = {n}: a synthesizer needs at least {min_rows} rows (people) to learn from."
+        )
+    _check_columns(frame)
+    return frame
+
+
+def _check_columns(frame: pd.DataFrame) -> None:
+    problems = []
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_complex_dtype(col.dtype):
+            raise ValueError(f"Complex data not supported (column {name!r}).")
+        if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+            values = col.to_numpy(dtype=float, na_value=np.nan)
+            if np.isinf(values).any():
+                problems.append(f"{name!r} contains infinite values (inf); replace them by NaN or finite numbers")
+        elif col.dtype == object:
+            kinds = {_value_kind(v) for v in col.dropna().to_numpy()}
+            if "other" in kinds:
+                bad = next(v for v in col.dropna().to_numpy() if _value_kind(v) == "other")
+                raise TypeError(
+                    f"column {name!r} holds a value of type {type(bad).__name__}: argument must be a string "
+                    "or a number."
+                )
+            if kinds == {"number"}:
+                values = col.to_numpy(dtype=float, na_value=np.nan)
+                if np.isinf(values).any():
+                    problems.append(f"{name!r} contains infinite values (inf)")
+            elif len(kinds) > 1:
+                problems.append(
+                    f"{name!r} mixes numbers and text; cast it to one type (e.g. X[{name!r}].astype(str))"
+                )
+    if problems:
+        raise ValueError("invalid column(s): " + "; ".join(problems) + ".")
+
+
+def _value_kind(v: object) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "number"
+    if isinstance(v, numbers.Number):
+        return "number"
+    if isinstance(v, str):
+        return "text"
+    if isinstance(v, (pd.Timestamp, np.datetime64)):
+        return "datetime"
+    return "other"
+
+
+def check_n_samples(n_samples: object) -> int:
+    """Validate the number of rows to sample.
+
+    Parameters
+    ----------
+    n_samples : int
+        Must be a positive integer.
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (numbers.Integral,)) or n_samples <= 0:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    return int(n_samples)

@@ -1,0 +1,146 @@
+"""Checks every skdpsynth synthesizer must pass (beside scikit-learn's ``check_estimator``).
+
+Use them on your own synthesizer::
+
+    from skdpsynth.utils.estimator_checks import check_synthesizer
+    check_synthesizer(MySynthesizer(epsilon=1.0, random_state=0), X)
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from skdpsynth.privacy._accounting import compose
+
+__all__ = ["check_synthesizer", "SYNTHESIZER_CHECKS"]
+
+
+def _fit(est, X):
+    return clone(est).fit(X)
+
+
+def check_determinism(est, X) -> None:
+    """Same ``random_state`` -> same model and same samples; ``sample(random_state=None)`` moves on."""
+    a, b = _fit(est, X), _fit(est, X)
+    pd.testing.assert_frame_equal(a.sample(50, random_state=1), b.sample(50, random_state=1))
+    first, second = a.sample(50), a.sample(50)
+    assert not first.equals(second), "successive sample() calls with random_state=None returned the same rows"
+
+
+def check_budget(est, X) -> None:
+    """The spend never exceeds the request and is exactly what the budget log composes to."""
+    fitted = _fit(est, X)
+    spent = fitted.privacy_spent_
+    log = fitted.budget_log_
+    assert len(log) > 0, "budget_log_ is empty: every use of the private data must be logged"
+    recomposed = compose(log, delta_zcdp=fitted._delta_zcdp_, composition=getattr(est, "cohort_composition", "parallel"))
+    assert math.isclose(recomposed.epsilon, spent.epsilon, rel_tol=1e-12) or recomposed.epsilon == spent.epsilon
+    if est.epsilon is None:
+        assert not spent.is_private and math.isinf(spent.epsilon)
+        return
+    assert spent.is_private, "a synthesizer with a finite epsilon logged a non-private computation"
+    assert spent.epsilon <= est.epsilon * (1 + 1e-9), f"spent epsilon {spent.epsilon} > requested {est.epsilon}"
+    assert spent.delta <= est.delta * (1 + 1e-9) + 1e-15, f"spent delta {spent.delta} > requested {est.delta}"
+    before = spent
+    fitted.sample(20)
+    assert fitted.privacy_spent_ == before, "sampling changed the privacy spend"
+
+
+def _contains_rows(obj, rows: set, seen: set, depth: int = 0) -> str | None:
+    if id(obj) in seen or depth > 6:
+        return None
+    seen.add(id(obj))
+    if isinstance(obj, pd.DataFrame):
+        if len(obj) and rows & set(map(tuple, obj.astype(str).itertuples(index=False))):
+            return "a DataFrame holding training rows"
+        return None
+    if isinstance(obj, np.ndarray) and obj.ndim == 2 and obj.dtype != object and obj.size < 5_000_000:
+        as_rows = set(map(tuple, np.asarray(obj).astype(str)))
+        return "an array holding training rows" if rows & as_rows else None
+    children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else (
+        vars(obj).values() if hasattr(obj, "__dict__") and not isinstance(obj, type) else ())
+    for child in children:
+        found = _contains_rows(child, rows, seen, depth + 1)
+        if found:
+            return found
+    return None
+
+
+def check_no_training_rows(est, X) -> None:
+    """The fitted estimator keeps no training rows (tables of the training data)."""
+    fitted = _fit(est, X)
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
+    rows = set(map(tuple, frame.astype(str).itertuples(index=False)))
+    found = _contains_rows(fitted, rows, set())
+    assert found is None, f"{type(est).__name__} stores {found}"
+
+
+def check_pickle_roundtrip(est, X) -> None:
+    """A pickled and restored synthesizer samples exactly as the original."""
+    fitted = _fit(est, X)
+    restored = pickle.loads(pickle.dumps(fitted))
+    pd.testing.assert_frame_equal(fitted.sample(30, random_state=3), restored.sample(30, random_state=3))
+    assert restored.privacy_spent_ == fitted.privacy_spent_
+
+
+def check_clone(est, X) -> None:
+    """``clone`` gives an unfitted copy with identical parameters; fitting never changes parameters."""
+    params = est.get_params(deep=False)
+    fitted = _fit(est, X)
+    assert set(fitted.get_params(deep=False)) == set(params)
+    for k, v in fitted.get_params(deep=False).items():
+        assert v is params[k] or repr(v) == repr(params[k]), f"fit changed parameter {k!r}"
+    copy = clone(fitted)
+    assert not hasattr(copy, "budget_log_"), "clone returned a fitted estimator"
+
+
+def check_sample_schema(est, X) -> None:
+    """Samples have the training columns in order, the requested length, and no budget cost."""
+    fitted = _fit(est, X)
+    out = fitted.sample(17, random_state=0)
+    assert isinstance(out, pd.DataFrame)
+    if hasattr(fitted, "columns_"):
+        assert tuple(out.columns) == tuple(fitted.columns_)
+        assert len(out) == 17
+
+
+SYNTHESIZER_CHECKS: dict[str, Callable] = {
+    "determinism": check_determinism,
+    "budget": check_budget,
+    "no_training_rows": check_no_training_rows,
+    "pickle_roundtrip": check_pickle_roundtrip,
+    "clone": check_clone,
+    "sample_schema": check_sample_schema,
+}
+
+
+def check_synthesizer(estimator, X, *, checks: list[str] | None = None) -> dict[str, str]:
+    """Run the common synthesizer checks; raise ``AssertionError`` on the first failure.
+
+    Parameters
+    ----------
+    estimator : BaseSynthesizer
+        An unfitted synthesizer with an integer ``random_state``.
+    X : pandas.DataFrame
+        Data it can be fitted on (a few hundred rows suffice).
+    checks : list of str, optional
+        Subset of :data:`SYNTHESIZER_CHECKS` (default: all).
+
+    Returns
+    -------
+    dict of str to str
+        ``{check name: "passed"}``.
+    """
+    names = list(SYNTHESIZER_CHECKS) if checks is None else checks
+    for name in names:
+        try:
+            SYNTHESIZER_CHECKS[name](estimator, X)
+        except AssertionError as exc:
+            raise AssertionError(f"{type(estimator).__name__} failed check {name!r}: {exc}") from exc
+    return {name: "passed" for name in names}

@@ -1,0 +1,63 @@
+"""Shared fixtures. Real data live in ../shared/data (CI has them there).
+
+Locally, tests that need real data skip when it is absent; under CI
+(``SKDPSYNTH_REQUIRE_DATA=1``, set by .ci/run) they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+DATA_DIR = Path(os.environ.get("SKDPSYNTH_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def real_data_path(*parts: str) -> Path:
+    """Path under shared/data; skips (or fails under CI) when absent."""
+    path = DATA_DIR.joinpath(*parts)
+    if not path.exists():
+        msg = f"real data not found at {path}"
+        if os.environ.get("SKDPSYNTH_REQUIRE_DATA") == "1":
+            pytest.fail(msg + " (SKDPSYNTH_REQUIRE_DATA=1)")
+        pytest.skip(msg)
+    return path
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    """The shared/data folder (skips or fails when missing)."""
+    return real_data_path()
+
+
+@pytest.fixture
+def mixed_frame() -> pd.DataFrame:
+    """A small mixed-type table with missing values (simulated; nothing private)."""
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame({
+        "score": rng.normal(60, 12, n).clip(0, 100),
+        "age": rng.integers(17, 40, n),
+        "course": rng.choice(["math", "bio", "art"], n, p=[0.5, 0.3, 0.2]),
+        "online": rng.random(n) < 0.4,
+        "enrolled": pd.to_datetime("2020-09-01") + pd.to_timedelta(rng.integers(0, 400, n), unit="D"),
+    })
+    df.loc[rng.random(n) < 0.1, "score"] = np.nan
+    return df
+
+
+@pytest.fixture
+def mixed_schema():
+    """The public schema of ``mixed_frame``."""
+    from skdpsynth import TableSchema
+
+    return TableSchema.from_dict({
+        "score": {"kind": "continuous", "lower": 0, "upper": 100},
+        "age": {"kind": "integer", "lower": 17, "upper": 70, "nullable": False},
+        "course": {"kind": "categorical", "categories": ["math", "bio", "art", "history"]},
+        "online": {"kind": "boolean"},
+        "enrolled": {"kind": "datetime", "lower": "2020-01-01", "upper": "2022-12-31"},
+    })
