@@ -268,7 +268,8 @@ class BudgetAccountant:
         return _compose_cohort([*self.records, *extra], self.delta_zcdp)
 
     def _fits(self, extra: Sequence[BudgetRecord]) -> tuple[bool, float, float]:
-        eps, delta = self.spent(extra)
+        # "none" records (a non-public schema) make the release non-private but do not use the DP budget
+        eps, delta = _compose_cohort([r for r in [*self.records, *extra] if r.kind != "none"], self.delta_zcdp)
         if not self.private:
             return True, eps, delta
         return eps <= self.epsilon * (1 + _TOL) + _TOL and delta <= self.delta * (1 + _TOL) + 1e-15, eps, delta
@@ -290,6 +291,11 @@ class BudgetAccountant:
         self.require([record], what=record.target)
         self.records.append(record)
         return record
+
+    def remaining_epsilon(self) -> float:
+        """Epsilon left for pure-DP spending (request minus pure and approximate records so far)."""
+        used = sum(r.epsilon for r in self.records if r.kind in ("pure", "approx"))
+        return max(self.epsilon - used, 0.0)
 
     def remaining_rho(self, spent_pure: float = 0.0, spent_delta: float = 0.0) -> float:
         """Largest rho that fits once ``spent_pure`` epsilon and ``spent_delta`` are reserved."""

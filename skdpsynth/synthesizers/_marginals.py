@@ -67,7 +67,7 @@ class DPMarginalsSynthesizer(BaseTabularSynthesizer):
             self.counts_ = [np.zeros(g.n_cells) for g in self.grid_.columns]
         codes = self.grid_.encode(X)
         d = codes.shape[1]
-        eps_col = (self.epsilon - sum(r.epsilon for r in accountant.records)) / d if accountant.private else None
+        eps_col = accountant.remaining_epsilon() / d if accountant.private else None
         for j, g in enumerate(self.grid_.columns):
             exact = np.bincount(codes[:, j], minlength=g.n_cells)
             if eps_col is None:

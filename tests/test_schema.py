@@ -1,0 +1,162 @@
+"""TableSchema: construction, JSON round trip, validation, infer_schema, DP estimation."""
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skdpsynth import PrivacyLeakWarning, SchemaError, TableSchema, infer_schema
+from skdpsynth.privacy import BudgetAccountant, estimate_schema
+from skdpsynth.schema import ColumnSpec
+
+
+def test_from_dict_forms_agree(mixed_schema):
+    as_dict = mixed_schema.to_dict()
+    again = TableSchema.from_dict(as_dict)
+    assert again == mixed_schema
+    as_list = [dict(v, name=k) for k, v in as_dict["columns"].items()]
+    assert TableSchema.from_dict(as_list) == mixed_schema
+
+
+def test_json_round_trip(tmp_path, mixed_schema):
+    path = tmp_path / "schema.json"
+    mixed_schema.to_json(path)
+    json.loads(path.read_text())  # valid JSON
+    assert TableSchema.from_json(path) == mixed_schema
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ({"a": {"kind": "number"}}, "kind 'number'"),
+        ({"a": {"kind": "continuous", "lower": 0}}, "needs public 'lower' and 'upper'"),
+        ({"a": {"kind": "continuous", "lower": 5, "upper": 1}}, "exceeds upper"),
+        ({"a": {"kind": "categorical"}}, "needs a non-empty 'categories'"),
+        ({"a": {"kind": "categorical", "categories": ["x", "x"]}}, "duplicates"),
+        ({"a": {"kind": "integer", "lower": 0, "upper": 1, "colour": 1}}, "unknown schema keys"),
+        ({"a": {"kind": "continuous", "lower": 0, "upper": math.inf}}, "finite"),
+    ],
+)
+def test_bad_schema_errors_name_the_column(spec, match):
+    with pytest.raises(SchemaError, match=match):
+        TableSchema.from_dict(spec)
+
+
+def test_validate_lists_every_bad_column(mixed_schema, mixed_frame):
+    bad = mixed_frame.copy()
+    bad["course"] = bad["course"].replace("art", "dance")
+    bad.loc[0, "age"] = np.nan
+    bad["age"] = bad["age"].astype(float)
+    with pytest.raises(SchemaError) as err:
+        mixed_schema.validate(bad)
+    assert "'course'" in str(err.value) and "'dance'" in str(err.value)
+    assert "'age'" in str(err.value) and "nullable=False" in str(err.value)
+
+
+def test_validate_missing_and_extra_columns(mixed_schema, mixed_frame):
+    with pytest.raises(SchemaError, match=r"\['age'\] are in the schema but not in the data"):
+        mixed_schema.validate(mixed_frame.drop(columns="age"))
+    with pytest.raises(SchemaError, match=r"\['extra'\] are not in the schema"):
+        mixed_schema.validate(mixed_frame.assign(extra=1))
+
+
+def test_validate_clips_out_of_bounds_with_warning(mixed_schema, mixed_frame):
+    df = mixed_frame.copy()
+    df.loc[:4, "score"] = 150.0
+    with pytest.warns(UserWarning, match=r"'score' \(5 values\)"):
+        out = mixed_schema.validate(df)
+    assert out["score"].max() == 100.0
+    assert df["score"].max() == 150.0  # input untouched
+    with pytest.raises(SchemaError, match="outside the public bounds"):
+        mixed_schema.validate(df, clip=False)
+
+
+def test_validate_rejects_text_in_numeric_and_fractions_in_integer(mixed_schema, mixed_frame):
+    df = mixed_frame.copy()
+    df["score"] = df["score"].astype(object)
+    df.loc[3, "score"] = "n/a"
+    df["age"] = df["age"] + 0.5
+    with pytest.raises(SchemaError) as err:
+        mixed_schema.validate(df)
+    assert "non-numeric" in str(err.value) and "non-whole" in str(err.value)
+
+
+def test_infer_schema_warns_and_is_marked_not_public(mixed_frame):
+    with pytest.warns(PrivacyLeakWarning):
+        schema = infer_schema(mixed_frame)
+    assert not schema.public
+    assert schema["course"].kind == "categorical"
+    assert schema["age"].kind == "integer"
+    assert schema["enrolled"].kind == "datetime"
+    assert schema["online"].kind == "boolean"
+    assert schema["score"].nullable and not schema["age"].nullable
+
+
+def test_estimate_schema_is_charged_and_close(mixed_frame):
+    acc = BudgetAccountant(4.0, 1e-5)
+    schema = estimate_schema(mixed_frame, epsilon=4.0, delta=1e-5, accountant=acc, rng=np.random.default_rng(0))
+    eps, delta = acc.spent()
+    assert eps <= 4.0 + 1e-9 and delta <= 1e-5
+    assert {r.target for r in acc.records} >= {"category discovery in column 'course'"}
+    assert set(schema["course"].categories) <= {"math", "bio", "art"}
+    assert "math" in schema["course"].categories
+    lo, hi = schema["age"].numeric_bounds
+    assert 10 <= lo <= 25 and 30 <= hi <= 50
+    assert schema["online"].kind == "boolean"
+    # dates within a few weeks of the real range
+    assert abs((schema["enrolled"].lower - pd.Timestamp("2020-09-01")).days) < 60
+
+
+def test_estimate_schema_refuses_when_budget_too_small(mixed_frame):
+    acc = BudgetAccountant(0.5, 1e-5)
+    from skdpsynth import PrivacyBudgetError
+
+    with pytest.raises(PrivacyBudgetError):
+        estimate_schema(mixed_frame, epsilon=1.0, delta=1e-5, accountant=acc, rng=np.random.default_rng(0))
+    assert acc.records == []  # nothing spent
+
+
+columns = st.lists(
+    st.one_of(
+        st.tuples(st.just("continuous"), st.floats(-1e6, 1e6), st.floats(0, 1e6)),
+        st.tuples(st.just("integer"), st.integers(-1000, 1000), st.integers(0, 1000)),
+        st.tuples(st.just("categorical"), st.lists(st.text(min_size=1, max_size=5), min_size=1, max_size=6,
+                                                   unique=True), st.booleans()),
+        st.tuples(st.just("boolean"), st.booleans(), st.booleans()),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(columns)
+def test_schema_dict_round_trip_property(cols):
+    spec = {}
+    for i, (kind, a, b) in enumerate(cols):
+        name = f"c{i}"
+        if kind in ("continuous", "integer"):
+            spec[name] = {"kind": kind, "lower": a, "upper": a + b}
+        elif kind == "categorical":
+            spec[name] = {"kind": kind, "categories": a, "nullable": b}
+        else:
+            spec[name] = {"kind": kind, "nullable": b}
+    schema = TableSchema.from_dict(spec)
+    assert TableSchema.from_dict(json.loads(json.dumps(schema.to_dict()))) == schema
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.floats(-50, 150), st.just(float("nan"))), min_size=1, max_size=30))
+def test_validate_property_values_end_in_bounds(values):
+    schema = TableSchema((ColumnSpec("x", "continuous", 0, 100),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = schema.validate(pd.DataFrame({"x": values}))
+    finite = out["x"].dropna()
+    assert ((finite >= 0) & (finite <= 100)).all()
+    assert out["x"].isna().sum() == pd.Series(values).isna().sum()
