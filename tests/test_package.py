@@ -1,0 +1,61 @@
+"""Package-level behaviour: lazy imports, public names, CLI synthesize."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import skdpsynth
+
+
+def test_import_does_not_load_torch():
+    code = "import sys, skdpsynth; skdpsynth.TableSchema; skdpsynth.DPMarginalsSynthesizer; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_public_names_resolve():
+    missing = []
+    for name in skdpsynth.__all__:
+        try:
+            getattr(skdpsynth, name)
+        except (AttributeError, ModuleNotFoundError):
+            missing.append(name)
+    assert missing == [], f"public names that do not resolve: {missing}"
+    with pytest.raises(AttributeError):
+        skdpsynth.NoSuchThing  # noqa: B018
+
+
+def test_cli_synthesize_writes_rows_and_budget_log(tmp_path, mixed_frame, mixed_schema):
+    from skdpsynth.cli import main
+
+    src, schema, out = tmp_path / "in.csv", tmp_path / "schema.json", tmp_path / "out.parquet"
+    mixed_frame.to_csv(src, index=False)
+    mixed_schema.to_json(schema)
+    assert main(["synthesize", str(src), "--method", "marginals", "--epsilon", "1", "--schema", str(schema),
+                 "--seed", "0", "-o", str(out), "--n-samples", "123"]) == 0
+    synth = pd.read_parquet(out)
+    assert synth.shape == (123, mixed_frame.shape[1])
+    log = json.loads(out.with_suffix(".budget.json").read_text())
+    assert log["privacy_spent"]["epsilon"] <= 1.0 + 1e-9
+    assert len(log["budget_log"]) == mixed_frame.shape[1]
+
+
+def test_cli_missing_input_is_a_clear_error(tmp_path):
+    from skdpsynth.cli import main
+
+    with pytest.raises(SystemExit, match="does not exist"):
+        main(["synthesize", str(tmp_path / "nope.csv"), "--epsilon", "1", "-o", str(tmp_path / "o.csv")])
+
+
+def test_cli_rejects_bad_epsilon(tmp_path):
+    from skdpsynth import PrivacyBudgetError
+    from skdpsynth.cli import main
+
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"a": np.arange(10.0)}).to_csv(src, index=False)
+    with pytest.raises(PrivacyBudgetError):
+        main(["synthesize", str(src), "--method", "marginals", "--epsilon", "-1", "-o", str(tmp_path / "o.csv")])
