@@ -44,6 +44,8 @@ def sdmetrics_quality(real: pd.DataFrame, synthetic: pd.DataFrame, schema=None) 
     -------
     dict
         ``overall``, ``column_shapes``, ``column_pair_trends`` (all in [0, 1], greater is better).
+        SDMetrics scores categorical pairs only when their real association passes its threshold;
+        when no pair does, ``column_pair_trends`` is NaN and ``overall`` is the column-shapes score.
     """
     from sdmetrics.reports.single_table import QualityReport
 
