@@ -68,16 +68,25 @@ def _column_cost(kind: str, eps_col: float, delta_col: float) -> list[BudgetReco
     return [BudgetRecord("exponential", "", "pure", epsilon=eps_col / 2)] * 2
 
 
+def _per_column_budget(kinds: list[str], epsilon: float, delta: float) -> tuple[float, float, float]:
+    """(epsilon per categorical column, epsilon per numeric column, delta per categorical column).
+
+    Category discovery needs far more budget than bounds (its threshold grows as log(1/delta)/eps), so when
+    both kinds are present each kind gets half of ``epsilon``, split equally within the kind.
+    """
+    n_cat = sum(k == "categorical" for k in kinds)
+    n_num = sum(k in ("continuous", "integer", "datetime") for k in kinds)
+    share_cat = 0.5 if n_cat and n_num else float(n_cat > 0)
+    eps_cat = epsilon * share_cat / n_cat if n_cat else 0.0
+    eps_num = epsilon * (1 - share_cat) / n_num if n_num else 0.0
+    return eps_cat, eps_num, (delta / n_cat if n_cat else 0.0)
+
+
 def plan_schema_cost(X: pd.DataFrame, epsilon: float, delta: float) -> list[BudgetRecord]:
     """The records :func:`estimate_schema` will charge (for up-front budget checks)."""
     kinds = [column_kind_from_dtype(X[c]) for c in X.columns]
-    paid = [k for k in kinds if k != "boolean"]
-    if not paid:
-        return []
-    n_cat = sum(k == "categorical" for k in paid)
-    eps_col = epsilon / len(paid)
-    delta_col = delta / n_cat if n_cat else 0.0
-    return [r for k in paid for r in _column_cost(k, eps_col, delta_col)]
+    eps_cat, eps_num, delta_col = _per_column_budget(kinds, epsilon, delta)
+    return [r for k in kinds for r in _column_cost(k, eps_cat if k == "categorical" else eps_num, delta_col)]
 
 
 def _dp_quantile(values: np.ndarray, q: float, candidates: np.ndarray, epsilon: float, rng, accountant, target) -> float:
@@ -85,7 +94,7 @@ def _dp_quantile(values: np.ndarray, q: float, candidates: np.ndarray, epsilon: 
     # so extreme quantiles are pulled inwards to rank max(q n, 4 ln(m) / eps) from their end.
     # Changing n by one moves this target by at most 1, so the utility keeps sensitivity 1.
     n = len(values)
-    min_rank = 4.0 * math.log(len(candidates)) / epsilon
+    min_rank = min(4.0 * math.log(len(candidates)) / epsilon, n / 2)
     rank = max(q * n, min_rank) if q <= 0.5 else n - max((1 - q) * n, min_rank)
     rank = min(max(rank, 0.0), float(n))
     ordered = np.sort(values)
@@ -148,9 +157,10 @@ def estimate_schema(
 ) -> TableSchema:
     """Estimate a public-grade schema of ``X`` under (epsilon, delta)-DP.
 
-    The budget is split equally over the columns that cost anything (all but
-    booleans); numeric columns spend half of their share on each bound;
-    ``delta`` is split over the categorical columns.
+    Categorical and numeric columns each get half of ``epsilon`` when both are
+    present (all of it otherwise), split equally within the kind; numeric
+    columns spend half of their share on each bound; ``delta`` is split over the
+    categorical columns; booleans cost nothing.
 
     Parameters
     ----------
@@ -176,19 +186,16 @@ def estimate_schema(
     kinds = {c: column_kind_from_dtype(X[c]) for c in X.columns}
     planned = plan_schema_cost(X, epsilon, delta)
     accountant.require(planned, what="estimating the schema under DP")
-    paid = [c for c in X.columns if kinds[c] != "boolean"]
-    n_cat = sum(kinds[c] == "categorical" for c in paid)
-    eps_col = epsilon / max(len(paid), 1)
-    delta_col = delta / n_cat if n_cat else 0.0
+    eps_cat, eps_num, delta_col = _per_column_budget(list(kinds.values()), epsilon, delta)
     cols = []
     for name in X.columns:
         kind = kinds[name]
         if kind == "boolean":
             cols.append(ColumnSpec(name, "boolean", nullable=True))
         elif kind == "categorical":
-            cols.append(_categorical_spec(name, X[name], eps_col, delta_col, rng, accountant))
+            cols.append(_categorical_spec(name, X[name], eps_cat, delta_col, rng, accountant))
         else:
-            cols.append(_numeric_spec(name, X[name], kind, eps_col, bound_quantiles, rng, accountant))
+            cols.append(_numeric_spec(name, X[name], kind, eps_num, bound_quantiles, rng, accountant))
     return TableSchema(tuple(cols))
 
 
