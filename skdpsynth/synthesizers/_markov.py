@@ -1,0 +1,251 @@
+"""DP-Markov: a differentially private Markov chain over learners' event sequences."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from skdpsynth.synthesizers._sequence import BaseSequenceSynthesizer, noisy_probabilities
+
+__all__ = ["DPMarkovSynthesizer"]
+
+_PARAMS_DOC = """
+    epsilon : float or None, default=1.0
+        Budget per cohort. ``None`` = exact counts, not private (logged as such).
+    delta : float, default=1e-6
+        Spent only on discovering the vocabulary / label categories when they are
+        not given (and, with ``mechanism="gaussian"``, on converting zCDP).
+    id_column, order_column : str, default="id", "order"
+        Learner identifier and event time or position (any sortable type). Rows of
+        a learner need not be contiguous nor sorted.
+    event_columns : str or list of str, default="event"
+        The event; several columns form one joint state (e.g. ``["skill", "correct"]``).
+    label_column : str or None, default=None
+        One outcome per learner. The event model is fitted per label (disjoint
+        learners: parallel composition), so outcome groups keep their own dynamics.
+    static_columns : str, list of str or None, default=None
+        Other per-learner columns (e.g. ``gender``); synthesized jointly with the
+        label through one noisy histogram (numeric ones binned into ``static_bins``).
+    max_length : int, default=200
+        Public contribution bound: each learner's first ``max_length`` events are used;
+        longer sequences are truncated (synthetic lengths are at most ``max_length``).
+    vocabulary : list, dict or None, default=None
+        The public event vocabulary: a list of events (tuples, in ``event_columns``
+        order, for several columns) or a dict ``{column: values}`` whose product is
+        the state space. ``None``: discovered under DP (stability histogram, see
+        Privacy); events not released are kept as one "unreleased" state, written
+        as missing values on sample. With a public vocabulary, events outside it
+        are an error.
+    schema : TableSchema, dict, path or None, default=None
+        Public domain of the label and static columns; ``None``: estimated under DP
+        with :func:`skdpsynth.privacy.estimate_schema`.
+    mechanism : {"geometric", "gaussian"}, default="geometric"
+        Integer Laplace noise (pure DP, L1 sensitivities) or Gaussian noise (zCDP,
+        L2 sensitivities; needs ``delta > 0``).
+    domain_share : float, default=0.1
+        Share of epsilon (and, under ``"gaussian"``, of delta) for the vocabulary
+        and label/static domain when they are not given (first cohort only).
+    label_share : float, default=0.05
+        Share of the remaining budget for the label/static histogram (when any).
+    length_share : float, default=0.1
+        Share of the remaining budget for the per-label length histograms.
+    length_bins : int, default=20
+        Public geometric length bins over ``1 .. max_length``.
+    max_states_per_learner : int, default=10
+        Vocabulary discovery: each learner counts for at most this many distinct states.
+    static_bins : int, default=10
+        Bins of numeric static columns.
+    duplicate_order : {"error", "stable"}, default="error"
+        Events of one learner with equal ``order_column`` values: an error, or kept
+        in their row order (e.g. several clicks on one day).
+    cohort_composition : {"parallel", "sequential"}, default="parallel"
+        How ``partial_fit`` cohorts compose ("parallel": different learners).
+    random_state : None, int or Generator, default=None
+        Seeds the noise and sampling streams.
+"""
+
+_OUTPUT_DOC = """
+    Input and output
+    ----------------
+    ``fit(X)`` takes a long-format event table (one row per event). ``sample(n)``
+    returns ``n`` synthetic learners in the same long format and column names:
+    fresh ids ``0 .. n-1`` in ``id_column``, positions ``0 .. L-1`` in
+    ``order_column`` (positions, not times), the events, the label and static
+    columns repeated on each of a learner's rows. Columns with no role are an
+    error (drop them first); rows may come in any order.
+"""
+
+
+class DPMarkovSynthesizer(BaseSequenceSynthesizer):
+    __doc__ = f"""Differentially private Markov chain of order 1 or 2 over learners' event sequences.
+
+    Each label group gets its own chain: noisy counts of transitions from a
+    context (the previous ``order`` states, padded with START) to the next
+    state, projected onto the non-negative simplex (keeping the noisy total)
+    and normalised. A synthetic learner draws a label
+    from the noisy label histogram, a length from that label's noisy length
+    histogram (the END token: it is placed after the drawn length), and then
+    walks the chain from START. Contexts whose noisy counts all clip to zero
+    back off to the order-1 row (order 2), then to the label's event
+    frequencies (post-processing, no extra budget).
+
+    Parameters
+    ----------
+    {_PARAMS_DOC.strip()}
+    order : {{1, 2}}, default=1
+        Markov order. The table is dense over the public (or DP-released)
+        vocabulary: ``n_labels * (V + 1) ** order * V`` cells, refused beyond
+        ``max_cells`` before any budget is spent. Dense noise over every context
+        -- observed or not -- is what keeps the set of observed contexts private.
+
+    {_OUTPUT_DOC.strip()}
+
+    Privacy
+    -------
+    Protected: each learner's presence, their whole event sequence, label and
+    static values. Neighbouring relation: add or remove one learner (all
+    their rows). Per cohort, in order:
+
+    1. (first cohort, only when not given) the vocabulary, by a stability
+       histogram of learners per state (L1 sensitivity
+       ``max_states_per_learner``, (eps, delta)-DP), and the label/static
+       domain by :func:`~skdpsynth.privacy.estimate_schema`, sharing
+       ``domain_share * epsilon`` (and delta);
+    2. the joint histogram of label and static cells (each learner in one
+       cell: L1 = L2 sensitivity 1), ``label_share`` of the rest;
+    3. the per-label length histograms (one cell per learner: sensitivity 1),
+       ``length_share`` of the rest;
+    4. the per-label transition counts: a learner adds ``L <= max_length``
+       transitions (START -> first event, then one per further event), so the
+       L1 sensitivity is ``max_length``; the L2 sensitivity is also
+       ``max_length`` (worst case: all transitions identical).
+
+    Steps 2-4 run once on the stacked per-label arrays -- the labels are
+    disjoint sets of learners, so the chains compose in parallel within each
+    measurement -- and the steps compose sequentially. ``partial_fit`` adds a
+    new cohort's noisy counts to the stored ones; cohorts compose by
+    ``cohort_composition``. Sampling is post-processing.
+
+    Attributes
+    ----------
+    states_ : list of tuple
+        The vocabulary (joint states); ``n_states_`` adds the unreleased state.
+    transition_counts_ : ndarray of shape (n_labels, (V + 1) ** order, V)
+        Noisy counts (summed over cohorts).
+    transition_probs_ : ndarray
+        The chain used for sampling.
+    length_edges_, length_counts_ : ndarray
+        Public length bins and noisy per-label counts.
+    learner_schema_ : TableSchema or None
+        Domain of the label and static columns.
+    n_features_in_, feature_names_in_ : int, ndarray
+        Columns of ``X`` (a ``y`` joined as the label is not counted).
+    columns_ : tuple of str
+        Output columns, in input order.
+    budget_log_, privacy_spent_ : see :class:`~skdpsynth.base.BaseSynthesizer`
+    """
+
+    _model_name = "transition counts"
+
+    def __init__(self, *, epsilon=1.0, delta=1e-6, id_column="id", order_column="order", event_columns="event",
+                 label_column=None, static_columns=None, order=1, max_length=200, vocabulary=None, schema=None,
+                 mechanism="geometric", domain_share=0.1, label_share=0.05, length_share=0.1, length_bins=20,
+                 max_states_per_learner=10, static_bins=10, duplicate_order="error", cohort_composition="parallel",
+                 random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.id_column = id_column
+        self.order_column = order_column
+        self.event_columns = event_columns
+        self.label_column = label_column
+        self.static_columns = static_columns
+        self.order = order
+        self.max_length = max_length
+        self.vocabulary = vocabulary
+        self.schema = schema
+        self.mechanism = mechanism
+        self.domain_share = domain_share
+        self.label_share = label_share
+        self.length_share = length_share
+        self.length_bins = length_bins
+        self.max_states_per_learner = max_states_per_learner
+        self.static_bins = static_bins
+        self.duplicate_order = duplicate_order
+        self.cohort_composition = cohort_composition
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.order not in (1, 2) or isinstance(self.order, bool):
+            raise ValueError(f"order must be 1 or 2, got {self.order!r}.")
+
+    @property
+    def _n_ctx(self) -> int:
+        return (self.n_states_ + 1) ** self.order
+
+    def _model_shape(self, n_groups: int, n_states: int) -> tuple[int, ...]:
+        return (n_groups, (n_states + 1) ** self.order, n_states)
+
+    def _init_model(self) -> None:
+        self.transition_counts_ = np.zeros(self._model_shape(self.n_groups_, self.n_states_))
+
+    def _contexts(self, states: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Context index of every event: its ``order`` predecessors (START = V) in base V + 1."""
+        V = self.n_states_
+        pos = np.arange(len(states)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        ctx = np.zeros(len(states), dtype=np.int64)
+        for k in range(self.order, 0, -1):
+            prev = np.full(len(states), V, dtype=np.int64)
+            prev[k:] = states[:-k] if k < len(states) else prev[k:]
+            prev[pos < k] = V
+            ctx = ctx * (V + 1) + prev
+        return ctx
+
+    def _exact_model_counts(self, states, lengths, labels):
+        V = self.n_states_
+        n_ctx = self._n_ctx
+        lab = np.repeat(labels, lengths)
+        flat = (lab * n_ctx + self._contexts(states, lengths)) * V + states
+        shape = self._model_shape(self.n_groups_, V)
+        return np.bincount(flat, minlength=self.n_groups_ * n_ctx * V).reshape(shape)
+
+    def _add_model_counts(self, noisy):
+        self.transition_counts_ = self.transition_counts_ + noisy
+
+    def _finalise_model(self) -> None:
+        V, G = self.n_states_, self.n_groups_
+        counts = self.transition_counts_
+        probs, empty = noisy_probabilities(counts, axis=2)
+        # back-off rows (post-processing of the noisy counts only)
+        unigram, uni_empty = noisy_probabilities(counts.sum(axis=1), axis=1)  # (G, V)
+        overall, none = noisy_probabilities(counts.sum(axis=(0, 1)))
+        unigram[uni_empty] = overall if not none else np.full(V, 1.0 / V)
+        if self.order == 2:
+            first, first_empty = noisy_probabilities(counts.reshape(G, V + 1, V + 1, V).sum(axis=1), axis=2)
+            first[first_empty] = np.broadcast_to(unigram[:, None, :], first.shape)[first_empty]
+            backoff = np.tile(first, (1, V + 1, 1))  # context (p2, p1) -> row p1
+        else:
+            backoff = np.broadcast_to(unigram[:, None, :], probs.shape)
+        probs[empty] = backoff[empty]
+        self.transition_probs_ = probs
+
+    def _sample_events(self, labels, lengths, rng):
+        V = self.n_states_
+        n = len(lengths)
+        order = np.argsort(-lengths, kind="stable")  # active learners at step t form a prefix
+        lab = labels[order]
+        lens = lengths[order]
+        offsets = np.cumsum(lengths) - lengths
+        out = np.empty(int(lengths.sum()), dtype=np.int64)
+        prev = np.full((n, 2), V, dtype=np.int64)  # (state t-2, state t-1)
+        active = n
+        for t in range(int(lens.max()) if n else 0):
+            while active and lens[active - 1] <= t:
+                active -= 1
+            ctx = prev[:active, 1] if self.order == 1 else prev[:active, 0] * (V + 1) + prev[:active, 1]
+            cum = np.cumsum(self.transition_probs_[lab[:active], ctx], axis=1)
+            u = rng.random(active)[:, None] * cum[:, -1:]
+            nxt = np.minimum((cum <= u).sum(axis=1), V - 1)
+            out[offsets[order[:active]] + t] = nxt
+            prev[:active, 0] = prev[:active, 1]
+            prev[:active, 1] = nxt
+        return out

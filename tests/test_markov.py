@@ -1,0 +1,343 @@
+"""DPMarkovSynthesizer: budget, structure recovered, label groups, knowledge tracing, bad input, real OULAD data."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import check_estimator
+
+from skdpsynth.datasets import make_clickstream, make_knowledge_tracing
+from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
+from skdpsynth.synthesizers import DPHistSeqSynthesizer, DPMarkovSynthesizer
+from skdpsynth.synthesizers._sequence import transition_frequencies
+from skdpsynth.utils.estimator_checks import check_synthesizer
+
+COLS = {"id_column": "learner_id", "order_column": "position", "event_columns": "activity"}
+
+
+@pytest.fixture(scope="module")
+def clicks():
+    """Simulated clickstreams: two outcome groups that differ only in event order."""
+    return make_clickstream(1500, min_length=10, max_length=40, random_state=0)
+
+
+def _tv_error(model_probs: np.ndarray, true_p: np.ndarray) -> float:
+    """Mean total-variation distance between rows of two transition matrices."""
+    return float(0.5 * np.abs(model_probs - true_p).sum(axis=-1).mean())
+
+
+def _asymmetry(table: pd.DataFrame, states: list, outcome: str) -> float:
+    """Order signal: total |P(a then b) - P(b then a)| over consecutive pairs of one outcome group.
+
+    Zero when events are exchangeable (order-free); the simulated groups favour opposite directions.
+    """
+    part = table[table["outcome"] == outcome]
+    t = transition_frequencies(part, id_column="learner_id", order_column="position", event_column="activity",
+                               states=states)[:-1]
+    freq = part["activity"].value_counts(normalize=True).reindex(states).fillna(0).to_numpy()
+    joint = freq[:, None] * t
+    return float(np.abs(joint - joint.T).sum())
+
+
+def test_budget_never_exceeds_request(clicks):
+    vocab = list(clicks.schema["vocabulary"])
+    for kwargs in ({"domain_share": 0.5}, {"label_column": "outcome", "domain_share": 0.6},
+                   {"label_column": "outcome", "vocabulary": vocab}, {"vocabulary": vocab},
+                   {"label_column": "outcome", "order": 2, "mechanism": "gaussian",
+                    "vocabulary": vocab}):
+        est = DPMarkovSynthesizer(epsilon=1.0, delta=1e-6, **COLS, max_length=40, random_state=0, **kwargs)
+        est.fit(clicks.frame if "label_column" in kwargs else clicks.frame.drop(columns="outcome"))
+        spent = est.privacy_spent_
+        assert spent.is_private and spent.epsilon <= 1.0 + 1e-9 and spent.delta <= 1e-6 + 1e-15, (kwargs, spent)
+        assert spent.epsilon > 0.99, "the budget is meant to be used"
+        assert all(r.sensitivity is not None for r in est.budget_log_)
+        model = [r for r in est.budget_log_ if "transition" in r.target]
+        assert len(model) == 1 and model[0].sensitivity == 40  # max_length transitions per learner
+
+
+def test_check_synthesizer(clicks):
+    small = clicks.frame[clicks.frame.learner_id < 300]
+    est = DPMarkovSynthesizer(epsilon=1.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]),
+                              max_length=40, random_state=0)
+    # "sample_schema" counts rows; a sequence synthesizer's n_samples counts learners (checked below instead)
+    checks = ["determinism", "budget", "no_training_rows", "pickle_roundtrip", "clone"]
+    assert set(check_synthesizer(est, small, checks=checks).values()) == {"passed"}
+    out = clone(est).fit(small).sample(17, random_state=0)
+    assert list(out.columns) == list(small.columns)
+    assert out["learner_id"].nunique() == 17
+    assert (out.groupby("learner_id")["position"].apply(lambda s: (s.to_numpy() == np.arange(len(s))).all())).all()
+
+
+# scikit-learn's generic checks feed numeric 2-D arrays; a long event table with named id / order / event
+# columns is not one, so every check that fits on such an array is inapplicable.
+INAPPLICABLE = {name: "fits on a numeric 2-D array; the synthesizer needs a long-format event table (DataFrame)" for
+                name in [
+                    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+                    "check_estimators_fit_returns_self", "check_readonly_memmap_input",
+                    "check_n_features_in_after_fitting", "check_positive_only_tag_during_fit",
+                    "check_estimators_dtypes", "check_complex_data", "check_dtype_object",
+                    "check_pipeline_consistency", "check_estimators_pickle", "check_f_contiguous_array_estimator",
+                    "check_methods_sample_order_invariance", "check_methods_subset_invariance",
+                    "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent",
+                    "check_fit_check_is_fitted", "check_n_features_in", "check_fit1d", "check_fit2d_predict1d",
+                    "check_estimator_sparse_tag",
+                ]}
+
+
+@pytest.mark.parametrize("cls", [DPMarkovSynthesizer, DPHistSeqSynthesizer])
+def test_sklearn_check_estimator(cls):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(cls(random_state=0), expected_failed_checks=INAPPLICABLE, on_fail="raise")
+    passed = {r["check_name"] for r in results if r["status"] == "passed"}
+    assert {"check_get_params_invariance", "check_set_params", "check_no_attributes_set_in_init",
+            "check_estimators_unfitted", "check_estimators_empty_data_messages",
+            "check_estimator_sparse_matrix"} <= passed
+
+
+def test_lengths_and_label_groups_preserved(clicks):
+    est = DPMarkovSynthesizer(epsilon=1.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]),
+                              max_length=40, random_state=0)
+    out = est.fit(clicks.frame).sample(2000, random_state=0)
+    lengths = out.groupby("learner_id").size()
+    assert lengths.min() >= 1 and lengths.max() <= 40
+    real_len = clicks.frame.groupby("learner_id").size()
+    assert abs(lengths.mean() - real_len.mean()) < 2.5
+    real_lab = clicks.frame.drop_duplicates("learner_id")["outcome"].value_counts(normalize=True)
+    syn_lab = out.drop_duplicates("learner_id")["outcome"].value_counts(normalize=True)
+    assert set(syn_lab.index) == set(real_lab.index)
+    assert (syn_lab - real_lab).abs().max() < 0.05
+    assert (out.groupby("learner_id")["outcome"].nunique() == 1).all()
+
+
+def test_transitions_recovered_as_epsilon_grows(clicks):
+    states = list(clicks.schema["vocabulary"])
+    truth = np.stack([clicks.transition_matrices[o] for o in ("pass", "fail")])  # (outcome, from, to)
+    errors = {}
+    for eps in (0.3, 3.0, 30.0):
+        errs = []
+        for seed in range(3):
+            est = DPMarkovSynthesizer(epsilon=eps, **COLS, label_column="outcome", vocabulary=states,
+                                      schema={"outcome": {"kind": "categorical", "categories": ["pass", "fail"],
+                                                          "nullable": False}},
+                                      max_length=40, random_state=seed).fit(clicks.frame)
+            errs.append(_tv_error(est.transition_probs_[:, :len(states), :], truth))
+        errors[eps] = np.mean(errs)
+    assert errors[30.0] < errors[3.0] < errors[0.3], errors
+    assert errors[30.0] < 0.05, errors
+
+
+def test_order_kept_by_markov_and_lost_by_histseq(clicks):
+    states = list(clicks.schema["vocabulary"])
+    real = {o: _asymmetry(clicks.frame, states, o) for o in ("pass", "fail")}
+    kw = dict(epsilon=5.0, **COLS, label_column="outcome", vocabulary=states, max_length=40, random_state=0)
+    markov = DPMarkovSynthesizer(**kw).fit(clicks.frame).sample(1500, random_state=1)
+    hist = DPHistSeqSynthesizer(**kw).fit(clicks.frame).sample(1500, random_state=1)
+    for o in ("pass", "fail"):
+        assert real[o] > 0.2, real
+        assert _asymmetry(markov, states, o) > 0.7 * real[o]
+        assert _asymmetry(hist, states, o) < 0.25 * real[o]
+    # and the event mix is kept by both
+    real_freq = clicks.frame["activity"].value_counts(normalize=True)
+    for syn in (markov, hist):
+        assert (syn["activity"].value_counts(normalize=True).reindex(real_freq.index) - real_freq).abs().max() < 0.03
+
+
+def test_order_two_captures_second_order_dependence():
+    """Events alternate a, x, b, x, a, x, b ...: the event after x depends on the one before x."""
+    rng = np.random.default_rng(0)
+    n, L = 800, 20
+    first = rng.integers(0, 2, n)
+    seq = np.empty((n, L), dtype=object)
+    for t in range(L):
+        if t % 2:
+            seq[:, t] = "x"
+        else:
+            k = (first + t // 2) % 2
+            flip = rng.random(n) < 0.05
+            seq[:, t] = np.where(k ^ flip, "b", "a")
+    table = pd.DataFrame({"learner_id": np.repeat(np.arange(n), L), "position": np.tile(np.arange(L), n),
+                          "activity": seq.ravel()})
+    states = ["a", "b", "x"]
+
+    def second_order_accuracy(model):
+        out = model.fit(table).sample(800, random_state=0)
+        t2 = transition_frequencies(out, id_column="learner_id", order_column="position", event_column="activity",
+                                    states=states, lag=2)
+        return t2[0, 1] + t2[1, 0]  # lag-2: a -> b and b -> a (the alternation)
+
+    kw = dict(epsilon=5.0, **COLS, vocabulary=states, max_length=L, random_state=0)
+    assert second_order_accuracy(DPMarkovSynthesizer(order=2, **kw)) > 1.6
+    assert second_order_accuracy(DPMarkovSynthesizer(order=1, **kw)) < 1.3
+
+
+def test_partial_fit_adds_cohort_counts_and_composes(clicks):
+    f = clicks.frame.drop(columns="outcome")
+    a, b = f[f.learner_id < 700], f[f.learner_id >= 700]
+    kw = dict(epsilon=1.0, **COLS, vocabulary=list(clicks.schema["vocabulary"]), max_length=40, random_state=0)
+    est = DPMarkovSynthesizer(**kw).fit(a)
+    before = est.transition_counts_.sum()
+    est.partial_fit(b)
+    assert est.n_cohorts_ == 2
+    assert est.transition_counts_.sum() > 1.5 * before
+    assert est.privacy_spent_.epsilon == pytest.approx(1.0)
+    seq = DPMarkovSynthesizer(**{**kw, "cohort_composition": "sequential"}).fit(a).partial_fit(b)
+    assert seq.privacy_spent_.epsilon == pytest.approx(2.0)
+    with pytest.raises(SchemaError, match="not in the vocabulary"):
+        est.partial_fit(b.assign(activity="unknown_type"))
+
+
+def test_knowledge_tracing_joint_state_keeps_next_response_signal():
+    from skdpsynth.models import DKT
+
+    kt = make_knowledge_tracing(1500, n_skills=8, random_state=0).frame
+    train, test = kt[kt.learner_id < 1200], kt[kt.learner_id >= 1200]
+    vocab = {"skill_id": list(range(8)), "correct": [0, 1]}
+    est = DPMarkovSynthesizer(epsilon=10.0, id_column="learner_id", order_column="position",
+                              event_columns=["skill_id", "correct"], vocabulary=vocab, max_length=50, random_state=0)
+    syn = est.fit(train).sample(1200, random_state=1)
+    assert set(syn.columns) == set(kt.columns) and syn["correct"].isin([0, 1]).all()
+    res = DKT(id_column="learner_id", order_column="position", skill_column="skill_id", correct_column="correct",
+              max_epochs=6, random_state=0).fit(syn).evaluate(test)
+    assert res["macro_f1"] > res["majority_macro_f1"] + 0.15, res
+
+
+def test_vocabulary_discovered_under_dp_hides_rare_events(clicks):
+    f = clicks.frame.drop(columns="outcome")
+    f.loc[f.index[:3], "activity"] = "rare_event"  # one learner's rare event
+    with pytest.warns(UserWarning, match="not released"):
+        est = DPMarkovSynthesizer(epsilon=4.0, delta=1e-6, **COLS, max_length=40, random_state=0).fit(f)
+    released = {s[0] for s in est.states_}
+    assert "rare_event" not in released and released == set(clicks.schema["vocabulary"])
+    voc = [r for r in est.budget_log_ if r.mechanism == "stability-histogram"]
+    assert len(voc) == 1 and voc[0].delta == pytest.approx(1e-6)
+    out = est.sample(300, random_state=0)
+    assert set(out["activity"].dropna()) <= released
+
+
+def test_static_columns_and_label_are_per_learner(clicks):
+    f = clicks.frame.copy()
+    f["group"] = np.where(f.learner_id % 3 == 0, "evening", "day")
+    est = DPMarkovSynthesizer(epsilon=2.0, **COLS, label_column="outcome", static_columns="group",
+                              vocabulary=list(clicks.schema["vocabulary"]),
+                              max_length=40, random_state=0).fit(f)
+    out = est.sample(500, random_state=0)
+    assert list(out.columns) == list(f.columns)
+    assert (out.groupby("learner_id")[["group", "outcome"]].nunique(dropna=False) == 1).all().all()
+    assert abs((out.drop_duplicates("learner_id")["group"] == "evening").mean() - 1 / 3) < 0.08
+
+
+def test_label_given_as_y(clicks):
+    f = clicks.frame
+    kw = dict(epsilon=2.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]),
+              max_length=40, random_state=0)
+    est = DPMarkovSynthesizer(**kw).fit(f.drop(columns="outcome"), f["outcome"].to_numpy())
+    assert est.n_features_in_ == 3 and list(est.feature_names_in_) == ["learner_id", "position", "activity"]
+    out = est.sample(20, random_state=0)
+    assert list(out.columns) == list(f.columns)
+    ref = DPMarkovSynthesizer(**kw).fit(f).sample(20, random_state=0)
+    assert DPMarkovSynthesizer(**kw).fit(f).n_features_in_ == 4
+    pd.testing.assert_frame_equal(out, ref)  # joining y is the same as giving the column
+
+
+def test_non_private_mode_is_logged(clicks):
+    est = DPMarkovSynthesizer(epsilon=None, **COLS, label_column="outcome", max_length=40, random_state=0)
+    spent = est.fit(clicks.frame).privacy_spent_
+    assert not spent.is_private and np.isinf(spent.epsilon)
+
+
+def _tiny():
+    return pd.DataFrame({"learner_id": [1, 1, 1, 2, 2, 3], "position": [0, 1, 2, 0, 1, 0],
+                         "activity": ["a", "b", "a", "b", "b", "a"]})
+
+
+def test_bad_input_is_rejected_before_any_budget():
+    est = DPMarkovSynthesizer(epsilon=1.0, **COLS, vocabulary=["a", "b"], max_length=5, random_state=0)
+    t = _tiny()
+    cases = [
+        (t.assign(position=[0, 0, 1, 0, 1, 0]), ValueError, "duplicate_order"),
+        (t.assign(activity=["a", "b", "c", "b", "b", "a"]), SchemaError, "not in the vocabulary"),
+        (t.assign(learner_id=[1, 1, np.nan, 2, 2, 3]), ValueError, "'learner_id'"),
+        (t.assign(activity=["a", None, "a", "b", "b", "a"]), ValueError, "'activity'"),
+        (t.iloc[:0], ValueError, "empty"),
+        (t.assign(extra=1), SchemaError, "no role"),
+        (t.iloc[:3], ValueError, "at least two"),
+        (t.drop(columns="position"), SchemaError, "position"),
+        (t.to_numpy(), TypeError, "long-format"),
+    ]
+    for X, exc, msg in cases:
+        fresh = clone(est)
+        with pytest.raises(exc, match=msg):
+            fresh.fit(X)
+        assert not hasattr(fresh, "budget_log_")
+    with pytest.raises(ValueError, match="label_column"):
+        clone(est).fit(t, y=np.zeros(len(t)))
+    with pytest.raises(ValueError, match="vary within a learner"):
+        DPMarkovSynthesizer(**COLS, label_column="y", vocabulary=["a", "b"]).fit(t.assign(y=[0, 1, 0, 0, 0, 1]))
+    with pytest.raises(ValueError, match="order must be 1 or 2"):
+        DPMarkovSynthesizer(**COLS, order=3).fit(t)
+    with pytest.raises(PrivacyBudgetError):
+        DPMarkovSynthesizer(epsilon=-1, **COLS).fit(t)
+    with pytest.raises(PrivacyBudgetError, match="delta > 0"):
+        DPMarkovSynthesizer(epsilon=1.0, delta=0.0, **COLS).fit(t)
+    assert DPMarkovSynthesizer(epsilon=1.0, delta=0.0, **COLS, vocabulary=["a", "b"]).fit(t).privacy_spent_.delta == 0
+    big = DPMarkovSynthesizer(**COLS, order=2, label_column="y", vocabulary=[f"e{i}" for i in range(400)])
+    with pytest.raises(ValueError, match="max_cells"):  # refused before the label domain is estimated
+        big.fit(t.assign(activity=["e1", "e2", "e1", "e2", "e2", "e1"], y=[0, 0, 0, 1, 1, 1]))
+    assert not hasattr(big, "budget_log_")
+
+
+def test_documented_handling_unsorted_noncontiguous_ties_and_single_events():
+    t = _tiny()
+    kw = dict(epsilon=1.0, **COLS, vocabulary=["a", "b"], max_length=5, random_state=0)
+    base = DPMarkovSynthesizer(**kw).fit(t).sample(50, random_state=0)
+    shuffled = DPMarkovSynthesizer(**kw).fit(t.iloc[[5, 3, 0, 4, 2, 1]]).sample(50, random_state=0)
+    pd.testing.assert_frame_equal(base, shuffled)  # rows in any order, learners non-contiguous: same fit
+    # ties kept in row order when asked
+    tied = t.assign(position=[0, 0, 1, 0, 1, 0])
+    est = DPMarkovSynthesizer(**{**kw, "duplicate_order": "stable"}).fit(tied)
+    assert est.sample(10).shape[0] >= 10
+    # learner 3 has a single event: counted as START -> a (one transition)
+    exact = DPMarkovSynthesizer(**{**kw, "epsilon": None}).fit(t)
+    V = 2
+    assert exact.transition_counts_[0, V].tolist() == [2, 1]  # from START: learners 1 and 3 start with a, 2 with b
+
+
+@pytest.mark.realdata
+def test_oulad_aaa_clickstreams(data_dir):
+    from skdpsynth.datasets import load_oulad
+
+    oulad = load_oulad(path=data_dir / "oulad", module="AAA", download=False)
+    clicks = oulad.clickstream.assign(learner=lambda d: d["code_presentation"] + "-" + d["id_student"].astype(str))
+    table = clicks[["learner", "date", "activity_type", "final_result"]]
+    assert table["learner"].nunique() == 735
+    # the VLE's activity types come from the course catalogue (vle.csv), public course-design metadata
+    vocab = sorted(oulad.tables["vle"]["activity_type"].unique())
+    # the outcome categories are the OULAD codebook's
+    labels = {"kind": "categorical", "nullable": False, "categories": ["Distinction", "Pass", "Fail", "Withdrawn"]}
+    est = DPMarkovSynthesizer(epsilon=1.0, id_column="learner", order_column="date", event_columns="activity_type",
+                              label_column="final_result", vocabulary=vocab, max_length=300,
+                              schema={"final_result": labels}, duplicate_order="stable", random_state=0)
+    out = est.fit(table).sample(1000, random_state=0)
+    assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+    assert list(out.columns) == list(table.columns)
+    assert out.groupby("learner").size().max() <= 300
+    real_groups = set(table["final_result"])
+    assert set(out["final_result"]) == real_groups  # Withdrawn and Distinction survive
+    assert set(out["activity_type"].dropna()) <= set(table["activity_type"])
+    real_len = np.minimum(table.groupby("learner").size(), 300)
+    assert abs(out.groupby("learner").size().median() - real_len.median()) < 0.35 * real_len.median()
+
+
+def test_gaussian_mechanism_with_discovered_domain_stays_within_budget(clicks):
+    est = DPMarkovSynthesizer(epsilon=8.0, delta=1e-5, **COLS, label_column="outcome", mechanism="gaussian",
+                              domain_share=0.3, max_length=40, random_state=0).fit(clicks.frame)
+    spent = est.privacy_spent_
+    assert spent.epsilon <= 8.0 * (1 + 1e-9) and spent.delta <= 1e-5 * (1 + 1e-9)
+    kinds = {r.kind for r in est.budget_log_}
+    assert kinds == {"approx", "zcdp"}
+    assert est.sample(50, random_state=0)["learner_id"].nunique() == 50
