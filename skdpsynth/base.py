@@ -297,7 +297,7 @@ def restore_dtypes(table: pd.DataFrame, dtypes: dict[str, str], schema: TableSch
                 out[name] = pd.Categorical(col, categories=list(spec.categories))
             elif dtype.startswith(("int", "uint")) or dtype.startswith(("Int", "UInt")):
                 target = dtype.capitalize() if has_na and dtype.islower() else dtype
-                out[name] = col.round().astype(target)
+                out[name] = pd.to_numeric(col).round().astype(target)  # also integer-coded categories
             elif dtype == "bool":
                 out[name] = col.astype("boolean") if has_na else col.astype(bool)
             elif dtype.startswith("datetime64"):

@@ -317,13 +317,20 @@ def _normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool) -> tuple[pd.
     if spec.kind == "boolean":
         mapping = {True: True, False: False, 1: True, 0: False, "True": True, "False": False,
                    "true": True, "false": False}
-        mapped = [None if v is None else mapping.get(v.item() if isinstance(v, np.generic) else v, "?") for v in values]
-        unknown = [v for v, m in zip(values, mapped) if m == "?"]
+        # map the distinct values only (equal values, e.g. True / 1 / np.True_, map alike), then broadcast
+        codes, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+        uniq_mapped = [mapping.get(v.item() if isinstance(v, np.generic) else v, "?") for v in uniq]
+        mapped = np.array([*uniq_mapped, None], dtype=object)[codes]
+        unknown = [v for v, m in zip(uniq, uniq_mapped) if m == "?"]
         if unknown:
-            return None, f"{len(unknown)} values that are not booleans (e.g. {unknown[0]!r})", 0
-        return pd.Series(np.array(mapped, dtype=object), index=col.index).where(~isna, np.nan), None, 0
-    norm = [v.item() if isinstance(v, np.generic) else v for v in values]
-    unknown = sorted({repr(v) for v in norm if v is not None and v not in lookup})
+            n_bad = int(np.isin(codes, [i for i, m in enumerate(uniq_mapped) if m == "?"]).sum())
+            return None, f"{n_bad} values that are not booleans (e.g. {unknown[0]!r})", 0
+        return pd.Series(mapped, index=col.index).where(~isna, np.nan), None, 0
+    # normalise the distinct values only (C-level hashing), then broadcast back
+    codes, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+    uniq_norm = [v.item() if isinstance(v, np.generic) else v for v in uniq]
+    norm = np.array([*uniq_norm, None], dtype=object)[codes]
+    unknown = sorted({repr(v) for v in uniq_norm if v is not None and v not in lookup})
     if unknown:
         shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         return None, f"{len(unknown)} values not among the schema's categories ({shown}); add them to 'categories'", 0

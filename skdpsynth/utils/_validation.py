@@ -111,7 +111,12 @@ def _check_columns(frame: pd.DataFrame) -> None:
             if np.isinf(values).any():
                 problems.append(f"{name!r} contains infinite values (inf); replace them by NaN or finite numbers")
         elif col.dtype == object:
-            kinds = {_value_kind(v) for v in col.dropna().to_numpy()}
+            values = col.dropna().to_numpy()
+            try:  # kinds of the distinct values (C-level hashing; equal values share a kind)
+                values = pd.unique(values)
+            except TypeError:  # unhashable values (lists, dicts): reported below
+                pass
+            kinds = {_value_kind(v) for v in values}
             if "other" in kinds:
                 bad = next(v for v in col.dropna().to_numpy() if _value_kind(v) == "other")
                 raise TypeError(

@@ -1,0 +1,485 @@
+"""NPGCSynthesizer: contract, privacy accounting, statistical recovery, round trips, bad input."""
+
+import math
+import warnings
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import check_estimator
+
+from skdpsynth import NPGCSynthesizer, PrivacyBudgetError, SchemaError, TableSchema
+from skdpsynth.synthesizers._npgc import (
+    all_pairs_tau_a,
+    build_cells,
+    kendall_tau_a,
+    nearest_correlation,
+    project_to_simplex,
+)
+from skdpsynth.utils.estimator_checks import check_synthesizer
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _copula_data(n, corr, rng):
+    """Gaussian-copula table with known latent correlation: two continuous, one binary, one 4-level column."""
+    z = rng.multivariate_normal(np.zeros(4), corr, size=n)
+    u = norm.cdf(z)
+    return pd.DataFrame({
+        "a": 50 + 10 * z[:, 0],
+        "b": np.exp(z[:, 1]).clip(0, 20),  # skewed
+        "c": u[:, 2] > 0.6,
+        "d": np.array(["lo", "mid", "high", "top"], dtype=object)[np.searchsorted([0.3, 0.6, 0.9], u[:, 3])],
+    })
+
+
+_COPULA_SCHEMA = TableSchema.from_dict({
+    "a": {"kind": "continuous", "lower": 0, "upper": 100, "nullable": False},
+    "b": {"kind": "continuous", "lower": 0, "upper": 20, "nullable": False},
+    "c": {"kind": "boolean", "nullable": False},
+    "d": {"kind": "categorical", "categories": ["lo", "mid", "high", "top"], "nullable": False},
+})
+_TRUE_CORR = np.array([[1.0, 0.6, 0.4, -0.3], [0.6, 1.0, 0.2, -0.1], [0.4, 0.2, 1.0, 0.0], [-0.3, -0.1, 0.0, 1.0]])
+
+
+def _tau_brute(x, y):
+    s = 0
+    for i, j in combinations(range(len(x)), 2):
+        s += np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])
+    return s / (len(x) * (len(x) - 1) / 2)
+
+
+# ------------------------------------------------------------------------------------------ contract
+def test_sklearn_check_estimator():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(NPGCSynthesizer(random_state=0))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, None])
+def test_synthesizer_checks(mixed_frame, mixed_schema, epsilon):
+    check_synthesizer(NPGCSynthesizer(epsilon=epsilon, schema=mixed_schema, random_state=0), mixed_frame)
+
+
+def test_synthesizer_checks_without_schema(mixed_frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_synthesizer(NPGCSynthesizer(epsilon=5.0, random_state=0), mixed_frame)
+
+
+def test_synthesizer_checks_pure_dp(mixed_frame, mixed_schema):
+    check_synthesizer(NPGCSynthesizer(epsilon=2.0, delta=0.0, schema=mixed_schema, random_state=0), mixed_frame)
+
+
+# ------------------------------------------------------------------------------------------ privacy
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 7.5])
+def test_budget_never_exceeded_and_explained(mixed_frame, mixed_schema, epsilon):
+    synth = NPGCSynthesizer(epsilon=epsilon, delta=1e-6, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    log = synth.budget_log_
+    # one record per mechanism: marginals (all columns at once) and the tau vector
+    assert [r.mechanism for r in log] == ["gaussian", "gaussian"]
+    assert all(r.kind == "zcdp" and r.rho > 0 for r in log)
+    assert "histograms of all 5 columns" in log[0].target and "Kendall's tau of all 10 column pairs" in log[1].target
+    assert log[0].sensitivity == pytest.approx(math.sqrt(5))
+    assert log[0].rho == pytest.approx(log[1].rho)  # marginal_share=0.5
+    spent = synth.privacy_spent_
+    assert spent.is_private
+    assert spent.epsilon <= epsilon * (1 + 1e-9)
+    assert spent.epsilon >= 0.99 * epsilon  # the whole budget is used
+    assert spent.delta <= 1e-6 * (1 + 1e-9)
+
+
+def test_tau_sensitivity_matches_public_size(mixed_frame, mixed_schema):
+    synth = NPGCSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    rec = synth.budget_log_[1]
+    a = int(rec.target.split("at least ")[1].split(" ")[0])
+    assert rec.sensitivity == pytest.approx(math.sqrt(10) * 4 / a)
+    assert 400 < a <= len(mixed_frame) + 50  # a is a high-probability lower bound on n = 600
+
+
+def test_pure_dp_with_delta_zero(mixed_frame, mixed_schema):
+    synth = NPGCSynthesizer(epsilon=1.0, delta=0.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    assert [(r.mechanism, r.kind) for r in synth.budget_log_] == [("geometric", "pure"), ("laplace", "pure")]
+    assert synth.budget_log_[0].sensitivity == 5.0  # L1: one cell of each of the 5 histograms
+    assert synth.privacy_spent_.epsilon == pytest.approx(1.0)
+    assert synth.privacy_spent_.delta == 0.0
+
+
+def test_domain_estimated_under_dp_is_charged(mixed_frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        synth = NPGCSynthesizer(epsilon=10.0, domain_share=0.5, random_state=0).fit(mixed_frame)
+    kinds = [r.mechanism for r in synth.budget_log_]
+    assert kinds[-2:] == ["gaussian", "gaussian"] and len(kinds) > 2  # domain records come first
+    assert synth.privacy_spent_.epsilon <= 10.0 * (1 + 1e-9)
+    assert synth.privacy_spent_.epsilon >= 9.9
+    assert synth.privacy_spent_.delta <= 1e-6 * (1 + 1e-9)
+
+
+def test_non_private_is_labelled(mixed_frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = NPGCSynthesizer(epsilon=None, random_state=0).fit(mixed_frame)
+    assert not synth.privacy_spent_.is_private
+    assert math.isinf(synth.privacy_spent_.epsilon)
+    assert all(r.kind == "none" for r in synth.budget_log_)
+
+
+def test_single_column_spends_everything_on_the_marginal():
+    X = pd.DataFrame({"g": np.random.default_rng(0).integers(0, 10, 300)})
+    schema = TableSchema.from_dict({"g": {"kind": "integer", "lower": 0, "upper": 9}})
+    synth = NPGCSynthesizer(epsilon=1.0, schema=schema, random_state=0).fit(X)
+    assert len(synth.budget_log_) == 1
+    assert synth.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert synth.sample(50)["g"].between(0, 9).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), min_size=2, max_size=25),
+    extra=st.tuples(st.integers(0, 4), st.integers(0, 3)),
+    a=st.integers(2, 40),
+)
+def test_padded_tau_sensitivity_bound(rows, extra, a):
+    """The proof in the docstring: the padded tau moves by at most 4 / a when one person is added."""
+    x = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows])
+    x2, y2 = np.append(x, extra[0]), np.append(y, extra[1])
+    t1 = kendall_tau_a(x, y, 5, 4, pad=max(0, a - len(x)))
+    t2 = kendall_tau_a(x2, y2, 5, 4, pad=max(0, a - len(x2)))
+    assert abs(t1 - t2) <= 4.0 / a + 1e-12
+
+
+def test_kendall_tau_a_is_exact():
+    rng = np.random.default_rng(1)
+    x, y = rng.integers(0, 6, 60), rng.integers(0, 5, 60)
+    y = np.where(rng.random(60) < 0.5, np.minimum(x, 4), y)
+    assert kendall_tau_a(x, y, 6, 5) == pytest.approx(_tau_brute(x, y))
+    codes = np.column_stack([x, y, rng.integers(0, 3, 60)])
+    cells = np.array([6, 5, 3])
+    expected = [_tau_brute(codes[:, i], codes[:, j]) for i, j in zip(*np.triu_indices(3, 1))]
+    np.testing.assert_allclose(all_pairs_tau_a(codes, cells), expected)
+
+
+def test_post_processing_helpers():
+    p = project_to_simplex(np.array([10.0, -3.0, 5.0, -8.0, 0.5]), 12.0)
+    assert p.min() >= 0 and p.sum() == pytest.approx(12.0)
+    assert p[1] == 0 and p[3] == 0 and p[0] > p[2]
+    noisy = np.array([[1.0, 0.99, -0.9], [0.99, 1.0, 0.95], [-0.9, 0.95, 1.0]])
+    fixed = nearest_correlation(noisy)
+    assert np.linalg.eigvalsh(fixed).min() > 0
+    assert np.allclose(np.diag(fixed), 1.0) and np.allclose(fixed, fixed.T)
+
+
+# ------------------------------------------------------------------------------------------ statistics
+def _errors(epsilon, seed):
+    rng = np.random.default_rng(seed)
+    X = _copula_data(4000, _TRUE_CORR, rng)
+    synth = NPGCSynthesizer(epsilon=epsilon, schema=_COPULA_SCHEMA, random_state=seed).fit(X)
+    iu = np.triu_indices(4, 1)
+    corr_err = float(np.abs(synth.correlation_[iu] - _TRUE_CORR[iu]).mean())
+    out = synth.sample(20000, random_state=seed)
+    tv = 0.5 * np.abs(out["d"].value_counts(normalize=True).reindex(["lo", "mid", "high", "top"], fill_value=0)
+                      - X["d"].value_counts(normalize=True).reindex(["lo", "mid", "high", "top"], fill_value=0)).sum()
+    return corr_err, float(tv)
+
+
+def test_marginals_and_correlations_recovered_as_epsilon_grows():
+    res = {eps: np.mean([_errors(eps, s) for s in range(3)], axis=0) for eps in (0.02, 0.3, None)}
+    corr_err = {k: v[0] for k, v in res.items()}
+    tv = {k: v[1] for k, v in res.items()}
+    assert corr_err[0.02] > corr_err[0.3] > corr_err[None]
+    assert corr_err[None] < 0.05  # the tie-normalised tau recovers the latent correlation
+    assert corr_err[0.3] < 0.1
+    assert tv[0.02] > tv[None] and tv[None] < 0.02
+
+
+def test_missingness_rate_and_its_dependence_are_kept():
+    rng = np.random.default_rng(0)
+    n = 5000
+    x = rng.normal(50, 10, n)
+    y = x + rng.normal(0, 5, n)
+    y[x > 58] = np.nan  # missing when x is high: about 21 %
+    X = pd.DataFrame({"x": x.clip(0, 100), "y": y.clip(0, 100)})
+    schema = TableSchema.from_dict({"x": {"kind": "continuous", "lower": 0, "upper": 100, "nullable": False},
+                                    "y": {"kind": "continuous", "lower": 0, "upper": 100}})
+    for eps in (2.0, None):
+        out = NPGCSynthesizer(epsilon=eps, schema=schema, random_state=0).fit(X).sample(20000, random_state=1)
+        rate = out["y"].isna().mean()
+        assert rate == pytest.approx(X["y"].isna().mean(), abs=0.02)
+        # the missing rows are the high-x rows, as in the real data
+        assert out.loc[out["y"].isna(), "x"].mean() > out.loc[out["y"].notna(), "x"].mean() + 8
+
+
+def test_non_private_marginals_are_exact(mixed_frame, mixed_schema):
+    synth = NPGCSynthesizer(epsilon=None, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    out = synth.sample(30000, random_state=0)
+    assert set(out["score"].dropna()) <= set(mixed_frame["score"].dropna())
+    assert set(out["enrolled"]) <= set(mixed_frame["enrolled"])
+    assert out["score"].isna().mean() == pytest.approx(mixed_frame["score"].isna().mean(), abs=0.01)
+    real = mixed_frame["course"].value_counts(normalize=True)
+    synth_freq = out["course"].value_counts(normalize=True).reindex(real.index)
+    assert np.abs(real - synth_freq).max() < 0.01
+    assert out["score"].median() == pytest.approx(mixed_frame["score"].median(), abs=1.0)
+
+
+@pytest.mark.parametrize("epsilon", [None, 1.0])
+def test_stratified_sampling_reproduces_the_marginal(mixed_frame, mixed_schema, epsilon):
+    synth = NPGCSynthesizer(epsilon=epsilon, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    n = 1000
+    out = synth.sample(n, random_state=3)
+    j = list(synth.schema_.names).index("course")
+    expected = synth.probabilities_[j] * n  # cells: math, bio, art, history, missing
+    got = out["course"].value_counts().reindex(["math", "bio", "art", "history"], fill_value=0).to_numpy()
+    assert np.all(np.abs(got - expected[:4]) <= 1.0 + 1e-9)
+    if epsilon is None:  # exact marginal preservation: the training frequencies themselves
+        real = mixed_frame["course"].value_counts(normalize=True).reindex(["math", "bio", "art"])
+        np.testing.assert_allclose(out["course"].value_counts(normalize=True).reindex(real.index), real, atol=2e-3)
+    iid = clone(synth).set_params(stratified=False).fit(mixed_frame).sample(n, random_state=3)
+    assert list(iid.columns) == list(out.columns) and iid["course"].isin(["math", "bio", "art", "history"]).any()
+
+
+def test_point_mass_at_a_bound_is_kept():
+    rng = np.random.default_rng(0)
+    gain = np.where(rng.random(3000) < 0.9, 0, rng.integers(1, 50000, 3000))
+    X = pd.DataFrame({"gain": gain, "hours": rng.integers(1, 99, 3000)})
+    schema = TableSchema.from_dict({"gain": {"kind": "integer", "lower": 0, "upper": 99999},
+                                    "hours": {"kind": "integer", "lower": 1, "upper": 99}})
+    out = NPGCSynthesizer(epsilon=1.0, schema=schema, random_state=0).fit(X).sample(10000, random_state=0)
+    assert (out["gain"] == 0).mean() == pytest.approx(0.9, abs=0.03)
+
+
+# ------------------------------------------------------------------------------------------ round trips
+def test_dtype_round_trip():
+    rng = np.random.default_rng(0)
+    n = 400
+    X = pd.DataFrame({
+        "f": rng.normal(size=n),
+        "i": rng.integers(0, 5, n),
+        "ni": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(0, 9, n)), dtype="Int64"),
+        "b": rng.random(n) < 0.5,
+        "cat": pd.Categorical(rng.choice(["x", "y"], n)),
+        "s": rng.choice(["p", "q", "r"], n),
+        "t": pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 300, n), unit="D"),
+    })
+    schema = TableSchema.from_dict({
+        "f": {"kind": "continuous", "lower": -5, "upper": 5, "nullable": False},
+        "i": {"kind": "integer", "lower": 0, "upper": 4, "nullable": False},
+        "ni": {"kind": "integer", "lower": 0, "upper": 8},
+        "b": {"kind": "boolean", "nullable": False},
+        "cat": {"kind": "categorical", "categories": ["x", "y"], "nullable": False},
+        "s": {"kind": "categorical", "categories": ["p", "q", "r"], "nullable": False},
+        "t": {"kind": "datetime", "lower": "2021-01-01", "upper": "2021-12-31", "nullable": False},
+    })
+    for eps in (1.0, None):
+        out = NPGCSynthesizer(epsilon=eps, schema=schema, random_state=0).fit(X).sample(500)
+        assert list(out.columns) == list(X.columns)
+        for c in X.columns:
+            assert out[c].dtype == X[c].dtype, (eps, c, out[c].dtype, X[c].dtype)
+        assert out["ni"].isna().any()
+        assert out["t"].between(pd.Timestamp("2021-01-01"), pd.Timestamp("2021-12-31")).all()
+
+
+def test_numpy_input_is_accepted():
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = NPGCSynthesizer(epsilon=3.0, random_state=0).fit(X)
+    out = synth.sample(10)
+    assert list(out.columns) == ["x0", "x1", "x2"]
+    assert not hasattr(synth, "feature_names_in_")
+
+
+@st.composite
+def _frames(draw):
+    n = draw(st.integers(3, 40))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    cols, spec = {}, {}
+    kinds = draw(st.lists(st.sampled_from(["continuous", "integer", "categorical", "boolean", "datetime"]),
+                          min_size=1, max_size=5))
+    for j, kind in enumerate(kinds):
+        name = f"c{j}"
+        nullable = draw(st.booleans())
+        if kind == "continuous":
+            v = pd.Series(rng.normal(0, 3, n))
+            spec[name] = {"kind": kind, "lower": -4, "upper": 4}
+        elif kind == "integer":
+            v = pd.Series(rng.integers(-3, 300, n))
+            spec[name] = {"kind": kind, "lower": 0, "upper": 250}
+        elif kind == "categorical":
+            v = pd.Series(rng.choice(["a", "b", "c"], n), dtype=object)
+            spec[name] = {"kind": kind, "categories": ["a", "b", "c", "d"]}
+        elif kind == "boolean":
+            v = pd.Series(rng.random(n) < 0.3)
+            spec[name] = {"kind": kind}
+        else:
+            v = pd.Series(pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 1000, n), unit="h"))
+            spec[name] = {"kind": kind, "lower": "2020-01-01", "upper": "2020-02-01"}
+        if nullable and kind in ("continuous", "categorical"):
+            v = v.where(rng.random(n) > 0.2)
+        spec[name]["nullable"] = nullable
+        cols[name] = v
+    return pd.DataFrame(cols), TableSchema.from_dict(spec)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=_frames(), epsilon=st.sampled_from([None, 0.5, 5.0]), delta=st.sampled_from([0.0, 1e-6]),
+       stratified=st.booleans())
+def test_round_trip_property(data, epsilon, delta, stratified):
+    X, schema = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # clipping to the bounds
+        synth = NPGCSynthesizer(epsilon=epsilon, delta=delta, schema=schema, n_bins=8, stratified=stratified,
+                                random_state=0).fit(X)
+    out = synth.sample(60)
+    assert list(out.columns) == list(X.columns) and len(out) == 60
+    for spec in schema.columns:
+        col, orig = out[spec.name], X[spec.name]
+        if not spec.nullable:
+            assert not col.isna().any()
+        if spec.kind in ("continuous", "integer"):
+            assert col.dropna().between(spec.lower, spec.upper).all()
+            if spec.kind == "integer":
+                assert (col.dropna() == np.round(col.dropna())).all()
+                assert pd.api.types.is_integer_dtype(col.dtype)
+            else:
+                assert col.dtype == orig.dtype
+        elif spec.kind == "categorical":
+            assert set(col.dropna()) <= set(spec.categories)
+        elif spec.kind == "boolean":
+            assert pd.api.types.is_bool_dtype(col.dtype)
+        else:
+            assert col.dtype == orig.dtype
+            assert col.dropna().between(spec.lower, spec.upper).all()
+    if epsilon is not None:
+        assert synth.privacy_spent_.epsilon <= epsilon * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------------------------------ cohorts
+def test_partial_fit_folds_in_cohorts(mixed_schema):
+    rng = np.random.default_rng(0)
+
+    def cohort(n, course):
+        return pd.DataFrame({
+            "score": rng.normal(60, 10, n).clip(0, 100), "age": rng.integers(18, 30, n),
+            "course": np.full(n, course, dtype=object), "online": rng.random(n) < 0.5,
+            "enrolled": pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 300, n), unit="D"),
+        })
+
+    a, b = cohort(3000, "math"), cohort(1000, "art")
+    for comp, expected in (("parallel", 2.0), ("sequential", 4.0)):
+        synth = NPGCSynthesizer(epsilon=2.0, schema=mixed_schema, cohort_composition=comp, random_state=0)
+        synth.partial_fit(a).partial_fit(b)
+        assert synth.n_cohorts_ == 2 and len(synth.budget_log_) == 4
+        assert synth.privacy_spent_.epsilon == pytest.approx(expected, rel=1e-6)
+        assert synth.n_estimate_ == pytest.approx(4000, abs=200)
+        share = (synth.sample(20000, random_state=0)["course"] == "art").mean()
+        assert share == pytest.approx(0.25, abs=0.03)
+    # refitting starts over
+    synth.fit(b)
+    assert synth.n_cohorts_ == 1 and (synth.sample(2000)["course"] == "art").mean() > 0.9
+
+
+def test_partial_fit_non_private_merges_exact_marginals(mixed_frame, mixed_schema):
+    a, b = mixed_frame.iloc[:300], mixed_frame.iloc[300:]
+    synth = NPGCSynthesizer(epsilon=None, schema=mixed_schema, random_state=0).partial_fit(a).partial_fit(b)
+    full = NPGCSynthesizer(epsilon=None, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    for p, q in zip(synth.probabilities_, full.probabilities_):
+        np.testing.assert_allclose(p, q)
+
+
+def test_partial_fit_rejects_other_columns(mixed_frame, mixed_schema):
+    synth = NPGCSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    with pytest.raises(SchemaError):
+        synth.partial_fit(mixed_frame.drop(columns="age"))
+    assert synth.n_cohorts_ == 1
+
+
+# ------------------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("make, error", [
+    (lambda X: X.iloc[:0], ValueError),
+    (lambda X: X.iloc[:1], ValueError),
+    (lambda X: X.assign(score=np.where(np.arange(len(X)) == 3, np.inf, X["score"])), ValueError),
+    (lambda X: X.assign(course=[1 if i % 2 else "a" for i in range(len(X))]), ValueError),
+    (lambda X: X.assign(extra=1.0), SchemaError),
+    (lambda X: X.rename(columns={"age": "score"}), SchemaError),
+    (lambda X: sp.csr_matrix(np.ones((5, 5))), TypeError),
+])
+def test_bad_input_fails_before_any_budget(mixed_frame, mixed_schema, make, error):
+    synth = NPGCSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0)
+    with pytest.raises(error):
+        synth.fit(make(mixed_frame))
+    assert not hasattr(synth, "budget_log_")
+
+
+@pytest.mark.parametrize("params", [{"epsilon": 0}, {"epsilon": -1.0}, {"delta": 1.5}, {"n_bins": 1},
+                                    {"marginal_share": 1.0}, {"domain_share": 0}, {"cohort_composition": "x"},
+                                    {"max_integer_cells": 0}, {"stratified": "yes"}])
+def test_bad_parameters_fail_before_any_budget(mixed_frame, mixed_schema, params):
+    synth = NPGCSynthesizer(schema=mixed_schema, random_state=0).set_params(**params)
+    with pytest.raises((ValueError, PrivacyBudgetError)):
+        synth.fit(mixed_frame)
+    assert not hasattr(synth, "budget_log_")
+
+
+def test_out_of_bound_values_are_clipped_with_a_warning(mixed_frame, mixed_schema):
+    X = mixed_frame.copy()
+    X.loc[0, "age"] = 99
+    with pytest.warns(UserWarning, match="clipped"):
+        synth = NPGCSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0).fit(X)
+    assert synth.sample(500)["age"].max() <= 70
+
+
+def test_all_missing_column(mixed_frame, mixed_schema):
+    X = mixed_frame.assign(score=np.nan)
+    out = NPGCSynthesizer(epsilon=None, schema=mixed_schema, random_state=0).fit(X).sample(100)
+    assert out["score"].isna().all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SchemaError, match="entirely missing"):
+            NPGCSynthesizer(epsilon=None, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5, True])
+def test_bad_n_samples(mixed_frame, mixed_schema, n):
+    synth = NPGCSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    with pytest.raises(ValueError, match="n_samples"):
+        synth.sample(n)
+
+
+def test_clone_keeps_parameters(mixed_schema):
+    est = NPGCSynthesizer(epsilon=2.0, schema=mixed_schema, n_bins=16, marginal_share=0.3, random_state=4)
+    assert clone(est).get_params() == est.get_params()
+
+
+def test_cells_depend_on_the_schema_only(mixed_schema):
+    cells = build_cells(mixed_schema, 16, 200)
+    assert [c.n_cells for c in cells] == [16 + 2 + 1, 70 - 17 + 1, 4 + 1, 2 + 1, 16 + 2 + 1]
+
+
+# ------------------------------------------------------------------------------------------ real data
+@pytest.mark.realdata
+def test_uci_dropout(data_dir):
+    from skdpsynth.datasets import load_uci_dropout
+
+    bunch = load_uci_dropout(path=data_dir / "uci_dropout" / "data.csv", download=False)
+    X, schema = bunch.frame, bunch.schema
+    synth = NPGCSynthesizer(epsilon=1.0, schema=schema, random_state=0).fit(X)
+    assert synth.privacy_spent_.epsilon <= 1.0 + 1e-9
+    out = synth.sample(len(X), random_state=0)
+    assert list(out.columns) == list(X.columns)
+    assert all(out[c].dtype == X[c].dtype for c in X.columns)
+    real = X["Target"].value_counts(normalize=True)
+    fake = out["Target"].value_counts(normalize=True).reindex(real.index, fill_value=0)
+    assert np.abs(real - fake).max() < 0.05  # every outcome group is kept, incl. the 18 % "Enrolled"
+    # the strong association between approved units and dropout survives epsilon = 1
+    drop_real = X.groupby("Target")["Curricular units 2nd sem (approved)"].mean()
+    drop_fake = out.groupby("Target")["Curricular units 2nd sem (approved)"].mean()
+    assert drop_fake["Dropout"] < drop_fake["Graduate"] - 1.5
+    assert drop_real["Dropout"] < drop_real["Graduate"]
