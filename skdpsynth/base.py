@@ -141,7 +141,8 @@ class BaseSynthesizer(BaseEstimator):
     def _run_cohort(self, X: Any, first: bool) -> None:
         cohort = self.n_cohorts_
         seed = self._root_seed_.spawn(1)[0]
-        rngs = {k: np.random.Generator(np.random.PCG64(s)) for k, s in zip(self._rng_streams, seed.spawn(len(self._rng_streams)))}
+        children = seed.spawn(len(self._rng_streams))
+        rngs = {k: np.random.Generator(np.random.PCG64(s)) for k, s in zip(self._rng_streams, children)}
         accountant = BudgetAccountant(self.epsilon, self.delta, delta_zcdp=self._delta_for_zcdp(X), cohort=cohort)
         try:
             self._fit_cohort(X, accountant, rngs, first)
@@ -219,17 +220,18 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             n_x = frame.shape[1] - (y is not None)
             raise SchemaError(
                 f"X has {n_x} features, but {type(self).__name__} is expecting {self.n_features_in_} features "
-                f"as input: this cohort's columns {list(frame.columns)} differ from the first cohort's {list(self.columns_)}; "
+                f"as input: this cohort's columns {list(frame.columns)} differ from the first cohort's "
+                f"{list(self.columns_)}; "
                 "every cohort must have the same columns in the same order."
             )
         schema = resolve_schema(getattr(self, "schema", None))
-        if schema is not None:  # fail before any budget is spent
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                schema.validate(frame)
+        self._validated = None
+        if schema is not None:  # fail before any budget is spent; _fit_cohort reuses the normalised table
+            self._validated = (frame, schema.validate(frame))
         return frame
 
     def _fit_cohort(self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool) -> None:
+        cached, self._validated = getattr(self, "_validated", None), None  # never keep training rows
         if first:
             self.schema_ = self._resolve_domain(X, accountant, rngs["domain"])
         if not self.schema_.public and self.epsilon is not None:
@@ -237,9 +239,12 @@ class BaseTabularSynthesizer(BaseSynthesizer):
                 "exact (non-private)", "domain read from the data by infer_schema", "none",
                 epsilon=math.inf, cohort=accountant.cohort,
             ))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            Xn = self.schema_.validate(drop_unreleased_categories(X, self.schema_))
+        if cached is not None and cached[0] is X and self.schema_ is resolve_schema(getattr(self, "schema", None)):
+            Xn = cached[1]
+        else:
+            if getattr(self, "schema", None) is None and self.epsilon is not None:
+                X = drop_unreleased_categories(X, self.schema_)  # labels the DP domain did not release
+            Xn = self.schema_.validate(X)
         self._fit_table(Xn, accountant, rngs, first)
 
     def _domain_budget(self, schema_given: bool) -> tuple[float, float]:
@@ -278,7 +283,9 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         table = self._sample_table(n_samples, rng)
         return restore_dtypes(table[list(self.columns_)], self.dtypes_, self.schema_)
 
-    def _fit_table(self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool) -> None:  # pragma: no cover
+    def _fit_table(  # pragma: no cover
+        self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool
+    ) -> None:
         raise NotImplementedError
 
     def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:  # pragma: no cover

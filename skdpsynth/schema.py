@@ -276,10 +276,16 @@ class TableSchema:
         return pd.DataFrame(out, index=X.index)
 
 
+def _missing_message(n_missing: int) -> str:
+    return f"{n_missing} missing values but the column is declared nullable=False"
+
+
 def _normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool) -> tuple[pd.Series | None, str | None, int]:
+    if spec.kind in ("categorical", "boolean"):
+        return _normalise_categorical(col, spec)
     isna = col.isna().to_numpy()
     if isna.any() and not spec.nullable:
-        return None, f"{int(isna.sum())} missing values but the column is declared nullable=False", 0
+        return None, _missing_message(int(isna.sum())), 0
     if spec.kind in ("continuous", "integer"):
         if pd.api.types.is_bool_dtype(col.dtype):
             num = col.astype(float)
@@ -310,31 +316,32 @@ def _normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool) -> tuple[pd.
         if outside.any() and not clip:
             return None, f"{int(outside.sum())} values outside [{spec.lower}, {spec.upper}]", 0
         return ts.clip(spec.lower, spec.upper), None, int(outside.sum())
-    # categorical / boolean
-    cats = spec.categories
-    values = col.astype(object).where(~col.isna(), None)
-    lookup = set(cats)
+
+
+def _normalise_categorical(col: pd.Series, spec: ColumnSpec) -> tuple[pd.Series | None, str | None, int]:
+    # work on the distinct values only (C-level hashing), then broadcast back
+    codes, uniq = pd.factorize(col.to_numpy(dtype=object), use_na_sentinel=True)
+    if not spec.nullable and (codes == -1).any():
+        return None, _missing_message(int((codes == -1).sum())), 0
+    uniq = [v.item() if isinstance(v, np.generic) else v for v in uniq]
     if spec.kind == "boolean":
-        mapping = {True: True, False: False, 1: True, 0: False, "True": True, "False": False,
-                   "true": True, "false": False}
-        # map the distinct values only (equal values, e.g. True / 1 / np.True_, map alike), then broadcast
-        codes, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
-        uniq_mapped = [mapping.get(v.item() if isinstance(v, np.generic) else v, "?") for v in uniq]
-        mapped = np.array([*uniq_mapped, None], dtype=object)[codes]
-        unknown = [v for v, m in zip(uniq, uniq_mapped) if m == "?"]
+        # True == 1 and False == 0 hash alike, so the numeric codes are covered too
+        mapping = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
+        uniq_norm = [mapping.get(v, "?") for v in uniq]
+        bad_codes = [i for i, m in enumerate(uniq_norm) if m == "?"]
+        if bad_codes:
+            n_bad = int(np.isin(codes, bad_codes).sum())
+            return None, f"{n_bad} values that are not booleans (e.g. {uniq[bad_codes[0]]!r})", 0
+    else:
+        uniq_norm = uniq
+        unknown = sorted({repr(v) for v in uniq if v not in set(spec.categories)})
         if unknown:
-            n_bad = int(np.isin(codes, [i for i, m in enumerate(uniq_mapped) if m == "?"]).sum())
-            return None, f"{n_bad} values that are not booleans (e.g. {unknown[0]!r})", 0
-        return pd.Series(mapped, index=col.index).where(~isna, np.nan), None, 0
-    # normalise the distinct values only (C-level hashing), then broadcast back
-    codes, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
-    uniq_norm = [v.item() if isinstance(v, np.generic) else v for v in uniq]
-    norm = np.array([*uniq_norm, None], dtype=object)[codes]
-    unknown = sorted({repr(v) for v in uniq_norm if v is not None and v not in lookup})
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        return None, f"{len(unknown)} values not among the schema's categories ({shown}); add them to 'categories'", 0
-    return pd.Series(np.array(norm, dtype=object), index=col.index).where(~isna, np.nan), None, 0
+            shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+            return None, (f"{len(unknown)} values not among the schema's categories ({shown}); "
+                          "add them to 'categories'"), 0
+    # code -1 (missing) picks the trailing NaN
+    values = np.array([*uniq_norm, np.nan], dtype=object)[codes]
+    return pd.Series(values, index=col.index, dtype=object), None, 0
 
 
 def infer_schema(X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:

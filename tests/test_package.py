@@ -12,7 +12,8 @@ import skdpsynth
 
 
 def test_import_does_not_load_torch():
-    code = "import sys, skdpsynth; skdpsynth.TableSchema; skdpsynth.DPMarginalsSynthesizer; print('torch' in sys.modules)"
+    code = ("import sys, skdpsynth; skdpsynth.TableSchema; skdpsynth.DPMarginalsSynthesizer; "
+            "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -52,7 +52,7 @@ def column_kind_from_dtype(series: pd.Series) -> str:
         return "integer"
     if pd.api.types.is_float_dtype(dt):
         return "continuous"
-    if dt == object:
+    if pd.api.types.is_object_dtype(dt):
         # object columns holding only numbers (never looking at the numbers themselves)
         nonnull = series.dropna()
         if len(nonnull) and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in nonnull):
@@ -89,7 +89,9 @@ def plan_schema_cost(X: pd.DataFrame, epsilon: float, delta: float) -> list[Budg
     return [r for k in kinds for r in _column_cost(k, eps_cat if k == "categorical" else eps_num, delta_col)]
 
 
-def _dp_quantile(values: np.ndarray, q: float, candidates: np.ndarray, epsilon: float, rng, accountant, target) -> float:
+def _dp_quantile(
+    values: np.ndarray, q: float, candidates: np.ndarray, epsilon: float, rng, accountant, target
+) -> float:
     # The exponential mechanism locates a rank only to within about 2 ln(m) / eps people (m candidates),
     # so extreme quantiles are pulled inwards to rank max(q n, 4 ln(m) / eps) from their end.
     # Changing n by one moves this target by at most 1, so the utility keeps sensitivity 1.

@@ -77,9 +77,10 @@ def check_table(X: object, y: object = None, *, y_name: str = "y", min_rows: int
     if dup:
         raise SchemaError(f"duplicate column names {dup!r}: every column needs a unique name.")
     if frame.shape[1] == 0:
-        raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % frame.shape[0])
+        raise ValueError(f"0 feature(s) (shape=({frame.shape[0]}, 0)) while a minimum of 1 is required.")
     if y is not None:
-        ys = y if isinstance(y, pd.Series) else pd.Series(np.asarray(y).ravel() if np.ndim(y) > 1 and np.shape(y)[1] == 1 else np.asarray(y))
+        arr = np.asarray(y)
+        ys = y if isinstance(y, pd.Series) else pd.Series(arr.ravel() if arr.ndim > 1 and arr.shape[1] == 1 else arr)
         if ys.ndim != 1 or len(ys) != len(frame):
             raise ValueError(f"y has {len(ys)} values but X has {len(frame)} rows; they must match.")
         name = ys.name if isinstance(ys.name, str) and ys.name else y_name
@@ -89,9 +90,9 @@ def check_table(X: object, y: object = None, *, y_name: str = "y", min_rows: int
         frame[name] = ys.to_numpy()
     n, d = frame.shape
     if d == 0:
-        raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % n)
+        raise ValueError(f"0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required.")
     if n == 0:
-        raise ValueError("0 sample(s) (shape=(0, %d)) while a minimum of %d is required." % (d, min_rows))
+        raise ValueError(f"0 sample(s) (shape=(0, {d})) while a minimum of {min_rows} is required.")
     if n < min_rows:
         raise ValueError(
             f"n_samples = {n}: a synthesizer needs at least {min_rows} rows (people) to learn from."

@@ -39,7 +39,8 @@ def check_budget(est, X) -> None:
     spent = fitted.privacy_spent_
     log = fitted.budget_log_
     assert len(log) > 0, "budget_log_ is empty: every use of the private data must be logged"
-    recomposed = compose(log, delta_zcdp=fitted._delta_zcdp_, composition=getattr(est, "cohort_composition", "parallel"))
+    composition = getattr(est, "cohort_composition", "parallel")
+    recomposed = compose(log, delta_zcdp=fitted._delta_zcdp_, composition=composition)
     assert math.isclose(recomposed.epsilon, spent.epsilon, rel_tol=1e-12) or recomposed.epsilon == spent.epsilon
     if est.epsilon is None:
         assert not spent.is_private and math.isinf(spent.epsilon)
