@@ -81,7 +81,11 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
         for name, info in datasets.list_datasets().items():
             print(f"{name:12s} {info}")
         return 0
-    path = datasets.fetch_dataset(args.name, data_home=args.data_home)
+    try:
+        path = datasets.fetch_dataset(args.name, data_home=args.data_home)
+    except (datasets.DatasetNotFoundError, ValueError) as exc:  # offline or unknown: the message says what to do
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"{args.name}: {path}")
     return 0
 

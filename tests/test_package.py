@@ -60,3 +60,21 @@ def test_cli_rejects_bad_epsilon(tmp_path):
     pd.DataFrame({"a": np.arange(10.0)}).to_csv(src, index=False)
     with pytest.raises(PrivacyBudgetError):
         main(["synthesize", str(src), "--method", "marginals", "--epsilon", "-1", "-o", str(tmp_path / "o.csv")])
+
+
+def test_cli_datasets_list(capsys):
+    from skdpsynth.cli import main
+
+    assert main(["datasets", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("adult", "uci_dropout", "uci_hesp", "oulad"):
+        assert name in out
+
+
+def test_cli_datasets_fetch_unknown_is_a_clear_error(tmp_path, capsys):
+    from skdpsynth.cli import main
+
+    code = main(["datasets", "fetch", "no_such_dataset", "--data-home", str(tmp_path)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "error: unknown dataset 'no_such_dataset'" in err and "uci_dropout" in err
