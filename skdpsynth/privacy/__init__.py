@@ -15,6 +15,7 @@ from skdpsynth.privacy._accounting import (
     zcdp_to_approx_dp,
 )
 from skdpsynth.privacy._domain import estimate_schema, plan_schema_cost
+from skdpsynth.privacy._dpsgd import dpsgd_privacy_report
 from skdpsynth.privacy._mechanisms import (
     exponential_mechanism,
     gaussian_mechanism,
@@ -34,6 +35,7 @@ __all__ = [
     "zcdp_to_approx_dp",
     "estimate_schema",
     "plan_schema_cost",
+    "dpsgd_privacy_report",
     "exponential_mechanism",
     "gaussian_mechanism",
     "gaussian_sigma",
