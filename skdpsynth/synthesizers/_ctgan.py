@@ -1,0 +1,232 @@
+"""Non-private CTGAN and TVAE (the ``ctgan`` package, SDV) behind the skdpsynth interface."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from skdpsynth.base import BaseTabularSynthesizer
+from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+
+__all__ = ["CTGANSynthesizer", "TVAESynthesizer"]
+
+_MISSING = "__missing__"
+
+
+def _import_ctgan():
+    try:
+        import ctgan
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "CTGANSynthesizer / TVAESynthesizer need the optional 'ctgan' package: "
+            "pip install 'skdpsynth[bench]' (or pip install ctgan)."
+        ) from exc
+    return ctgan
+
+
+class _CTGANAdapter(BaseTabularSynthesizer):
+    """Shared adapter: schema-normalised table <-> the frame ``ctgan`` expects.
+
+    Categorical and boolean columns become strings (missing = a category of its
+    own); numeric columns are floats (datetimes as seconds); a nullable numeric
+    column with missing values gets a discrete missing-indicator column and its
+    missing values are filled with the column's lower bound before training.
+    Samples are clipped into the schema's bounds.
+    """
+
+    _model_name = ""
+
+    def _check_input(self, X, y, reset):
+        if self.epsilon is not None:
+            raise ValueError(
+                f"{type(self).__name__} is not differentially private: epsilon must be None, got {self.epsilon!r}. "
+                "Use DPCTGANSynthesizer, PATEGANSynthesizer, MSTSynthesizer or NPGCSynthesizer for a DP release."
+            )
+        for name in ("epochs", "batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+        _import_ctgan()
+        return super()._check_input(X, y, reset)
+
+    def _to_frame(self, X: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+        cols, discrete = {}, []
+        for spec in self.schema_.columns:
+            col = X[spec.name]
+            if spec.kind in ("categorical", "boolean"):
+                cols[spec.name] = col.map(lambda v: _MISSING if pd.isna(v) else str(v)).astype(object)
+                discrete.append(spec.name)
+                continue
+            if spec.kind == "datetime":
+                x = pd.to_datetime(col).astype("datetime64[ns]").astype("int64").to_numpy().astype(float) / 1e9
+                x[col.isna().to_numpy()] = np.nan
+            else:
+                x = col.to_numpy(dtype=float)
+            isna = np.isnan(x)
+            lo = spec.numeric_bounds[0]
+            cols[spec.name] = np.where(isna, lo, x)
+            if spec.nullable:
+                cols[f"{spec.name}{_MISSING}"] = np.where(isna, "1", "0").astype(object)
+                discrete.append(f"{spec.name}{_MISSING}")
+        return pd.DataFrame(cols), discrete
+
+    def _from_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
+        out = {}
+        for spec in self.schema_.columns:
+            col = frame[spec.name]
+            if spec.kind in ("categorical", "boolean"):
+                lookup = {str(c): c for c in spec.categories}
+                out[spec.name] = np.array([lookup.get(v, np.nan) for v in col.astype(str)], dtype=object)
+                continue
+            x = col.to_numpy(dtype=float)
+            lo, hi = spec.numeric_bounds
+            x = np.clip(x, lo, hi)
+            if spec.nullable and f"{spec.name}{_MISSING}" in frame:
+                x[frame[f"{spec.name}{_MISSING}"].astype(str).to_numpy() == "1"] = np.nan
+            if spec.kind == "integer":
+                x = np.round(x)
+            if spec.kind == "datetime":
+                out[spec.name] = pd.Series(pd.to_datetime(x, unit="s")).astype("datetime64[ns]").to_numpy()
+            else:
+                out[spec.name] = x
+        return pd.DataFrame(out)
+
+    def _make_model(self, ctgan):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_table(self, X, accountant: BudgetAccountant, rngs, first):
+        ctgan = _import_ctgan()
+        accountant.spend(BudgetRecord("exact (non-private)", f"{self._model_name} trained on the data", "none",
+                                      epsilon=math.inf))
+        frame, discrete = self._to_frame(X)
+        if first or not hasattr(self, "model_"):
+            self.model_ = self._make_model(ctgan)
+        self.model_.set_random_state(int(rngs["model"].integers(2**31 - 1)))
+        self.model_.fit(frame, discrete_columns=discrete)
+        self.model_.set_random_state(None)
+
+    def _sample_table(self, n_samples, rng):
+        self.model_.set_random_state(int(rng.integers(2**31 - 1)))
+        try:
+            frame = self.model_.sample(n_samples)
+        finally:
+            self.model_.set_random_state(None)
+        return self._from_frame(frame)
+
+
+class CTGANSynthesizer(_CTGANAdapter):
+    """CTGAN (Xu et al. 2019) from the ``ctgan`` package -- NOT differentially private.
+
+    A peer for speed and fidelity comparisons. The ``ctgan`` package fits
+    Gaussian mixtures and category frequencies on the data, so nothing about
+    it is private; ``epsilon`` must stay ``None`` and the budget log records a
+    non-private computation.
+
+    Parameters
+    ----------
+    epsilon : None
+        Must be None (not private).
+    delta : float, default=0.0
+        Unused (kept for the common interface).
+    schema : TableSchema, dict, path or None, default=None
+        Domain; read from the data (non-private) when None.
+    epochs : int, default=300
+        Training epochs.
+    batch_size : int, default=500
+        Must be a multiple of ``pac``.
+    pac : int, default=10
+        PacGAN packing.
+    embedding_dim : int, default=128
+        Latent dimension.
+    generator_dim, discriminator_dim : tuple of int, default=(256, 256)
+        Hidden layers.
+    cohort_composition : {"parallel", "sequential"}, default="parallel"
+        Kept for the interface; ``partial_fit`` retrains on the new cohort.
+    random_state : int, Generator or None, default=None
+        Seeds training and sampling (``ctgan`` sets, then restores, the global NumPy / torch states).
+
+    Privacy
+    -------
+    None: every cohort is recorded as ``kind="none"`` (epsilon infinite).
+    """
+
+    _model_name = "CTGAN"
+
+    def __init__(self, *, epsilon=None, delta=0.0, schema=None, epochs=300, batch_size=500, pac=10, embedding_dim=128,
+                 generator_dim=(256, 256), discriminator_dim=(256, 256), cohort_composition="parallel",
+                 random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.schema = schema
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.pac = pac
+        self.embedding_dim = embedding_dim
+        self.generator_dim = generator_dim
+        self.discriminator_dim = discriminator_dim
+        self.cohort_composition = cohort_composition
+        self.random_state = random_state
+
+    def _check_input(self, X, y, reset):
+        if isinstance(self.pac, bool) or not isinstance(self.pac, (int, np.integer)) or self.pac < 1 or (
+                isinstance(self.batch_size, (int, np.integer)) and self.batch_size % self.pac):
+            raise ValueError(f"batch_size ({self.batch_size!r}) must be a multiple of pac ({self.pac!r}).")
+        return super()._check_input(X, y, reset)
+
+    def _make_model(self, ctgan):
+        return ctgan.CTGAN(embedding_dim=self.embedding_dim, generator_dim=tuple(self.generator_dim),
+                           discriminator_dim=tuple(self.discriminator_dim), batch_size=self.batch_size,
+                           epochs=self.epochs, pac=self.pac, enable_gpu=False)
+
+
+class TVAESynthesizer(_CTGANAdapter):
+    """TVAE (Xu et al. 2019) from the ``ctgan`` package -- NOT differentially private.
+
+    Parameters
+    ----------
+    epsilon : None
+        Must be None (not private).
+    delta : float, default=0.0
+        Unused (kept for the common interface).
+    schema : TableSchema, dict, path or None, default=None
+        Domain; read from the data (non-private) when None.
+    epochs : int, default=300
+        Training epochs.
+    batch_size : int, default=500
+        Batch size.
+    embedding_dim : int, default=128
+        Latent dimension.
+    compress_dims, decompress_dims : tuple of int, default=(128, 128)
+        Encoder / decoder hidden layers.
+    cohort_composition : {"parallel", "sequential"}, default="parallel"
+        Kept for the interface; ``partial_fit`` retrains on the new cohort.
+    random_state : int, Generator or None, default=None
+        Seeds training and sampling.
+
+    Privacy
+    -------
+    None: every cohort is recorded as ``kind="none"`` (epsilon infinite).
+    """
+
+    _model_name = "TVAE"
+
+    def __init__(self, *, epsilon=None, delta=0.0, schema=None, epochs=300, batch_size=500, embedding_dim=128,
+                 compress_dims=(128, 128), decompress_dims=(128, 128), cohort_composition="parallel",
+                 random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.schema = schema
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.embedding_dim = embedding_dim
+        self.compress_dims = compress_dims
+        self.decompress_dims = decompress_dims
+        self.cohort_composition = cohort_composition
+        self.random_state = random_state
+
+    def _make_model(self, ctgan):
+        return ctgan.TVAE(embedding_dim=self.embedding_dim, compress_dims=tuple(self.compress_dims),
+                          decompress_dims=tuple(self.decompress_dims), batch_size=self.batch_size,
+                          epochs=self.epochs, enable_gpu=False)

@@ -1,0 +1,191 @@
+"""Pieces shared by the small GAN synthesizers (DP-CTGAN, PATE-GAN).
+
+The data representation comes from the public grid only (no data-dependent
+normalisation such as CTGAN's per-column Gaussian mixtures): every column is a
+one-hot block over its public cells (missing cell included) and, for binned
+numeric columns, one more value in [0, 1], the position inside the bin
+(a public-grid analogue of CTGAN's mode-specific normalisation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from skdpsynth._grid import PublicGrid
+from skdpsynth.privacy._accounting import BudgetAccountant
+from skdpsynth.privacy._mechanisms import geometric_mechanism
+
+__all__ = ["GridEncoder", "init_from_numpy", "BlockGenerator", "make_generator", "make_discriminator", "generate",
+           "noisy_row_count", "check_gan_params"]
+
+
+@dataclass(frozen=True)
+class _Block:
+    start: int
+    n_cells: int
+    offset: int | None  # column of the within-bin position, or None
+
+
+class GridEncoder:
+    """Encode a schema-normalised table as one-hot cells + within-bin positions, and back.
+
+    Parameters
+    ----------
+    grid : PublicGrid
+        The public cells.
+    """
+
+    def __init__(self, grid: PublicGrid) -> None:
+        self.grid = grid
+        blocks, pos = [], 0
+        for g in grid.columns:
+            has_offset = g.edges is not None and g.spec.kind in ("continuous", "integer", "datetime")
+            blocks.append(_Block(pos, g.n_cells, pos + g.n_cells if has_offset else None))
+            pos += g.n_cells + int(has_offset)
+        self.blocks = tuple(blocks)
+        self.dim = pos
+
+    def transform(self, X: pd.DataFrame) -> np.ndarray:
+        """(n, dim) float32 matrix."""
+        codes = self.grid.encode(X)
+        out = np.zeros((len(X), self.dim), dtype=np.float32)
+        rows = np.arange(len(X))
+        for j, (g, b) in enumerate(zip(self.grid.columns, self.blocks)):
+            out[rows, b.start + codes[:, j]] = 1.0
+            if b.offset is not None:
+                col = X[g.spec.name]
+                if g.spec.kind == "datetime":
+                    x = pd.to_datetime(col).astype("datetime64[ns]").astype("int64").to_numpy() / 1e9
+                else:
+                    x = col.to_numpy(dtype=float)
+                cell = np.minimum(codes[:, j], len(g.edges) - 2)
+                lo, hi = g.edges[cell], g.edges[cell + 1]
+                pos = np.where(np.isnan(x), 0.5, (x - lo) / np.where(hi > lo, hi - lo, 1.0))
+                out[:, b.offset] = np.clip(pos, 0.0, 1.0)
+        return out
+
+    def inverse(self, raw: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+        """Table from generator outputs (per-block probabilities and positions); cells drawn from the probabilities."""
+        cols = {}
+        for g, b in zip(self.grid.columns, self.blocks):
+            p = np.clip(raw[:, b.start:b.start + b.n_cells].astype(float), 1e-12, None)
+            p = p / p.sum(axis=1, keepdims=True)
+            cdf = np.cumsum(p, axis=1)
+            codes = np.minimum((rng.random(len(raw))[:, None] > cdf).sum(axis=1), b.n_cells - 1)
+            within = None
+            if b.offset is not None:
+                within = np.clip(raw[:, b.offset].astype(float), 0.0, 1.0 - 1e-9)
+            cols[g.spec.name] = g.decode(codes, rng, within=within).to_numpy()
+        return pd.DataFrame(cols)
+
+
+def init_from_numpy(module, rng: np.random.Generator) -> None:
+    """Initialise every Linear layer from ``rng`` (PyTorch's default uniform ranges; no global torch RNG)."""
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.Linear):
+            bound = 1.0 / math.sqrt(layer.in_features)
+            with torch.no_grad():
+                layer.weight.copy_(torch.from_numpy(rng.uniform(-bound, bound, layer.weight.shape).astype(np.float32)))
+                layer.bias.copy_(torch.from_numpy(rng.uniform(-bound, bound, layer.bias.shape).astype(np.float32)))
+
+
+class BlockGenerator(torch.nn.Module):
+    """MLP generator with block-wise output activations (softmax cells, sigmoid positions).
+
+    ``forward(z, generator=g)`` uses Gumbel-softmax with noise from the torch
+    generator ``g`` (training; ``hard=True``: straight-through one-hot cells);
+    ``forward(z)`` returns plain softmax
+    probabilities (sampling then draws the cells with numpy).
+    """
+
+    def __init__(self, noise_dim: int, hidden: tuple[int, ...], blocks: tuple[_Block, ...], dim: int) -> None:
+        super().__init__()
+        nn = torch.nn
+        layers, prev = [], noise_dim
+        for h in hidden:
+            layers += [nn.Linear(prev, h), nn.ReLU()]
+            prev = h
+        layers.append(nn.Linear(prev, dim))
+        self.net = nn.Sequential(*layers)
+        self.blocks = blocks
+
+    def forward(self, z, generator=None, tau: float = 0.2, hard: bool = False):
+        raw = self.net(z)
+        parts = []
+        for b in self.blocks:
+            logits = raw[:, b.start:b.start + b.n_cells]
+            if generator is not None:
+                e = torch.empty_like(logits).exponential_(generator=generator)
+                soft = torch.softmax((logits - torch.log(e)) / tau, dim=1)
+                if hard:  # straight-through: one-hot forward (like the real rows), soft gradient
+                    one_hot = torch.zeros_like(soft).scatter_(1, soft.argmax(dim=1, keepdim=True), 1.0)
+                    soft = one_hot - soft.detach() + soft
+                parts.append(soft)
+            else:
+                parts.append(torch.softmax(logits, dim=1))
+            if b.offset is not None:
+                parts.append(torch.sigmoid(raw[:, b.offset:b.offset + 1]))
+        return torch.cat(parts, dim=1)
+
+
+def make_generator(noise_dim: int, hidden: tuple[int, ...], encoder: GridEncoder, rng: np.random.Generator
+                   ) -> BlockGenerator:
+    """A :class:`BlockGenerator` for ``encoder``'s layout, initialised from ``rng``."""
+    gen = BlockGenerator(noise_dim, tuple(hidden), encoder.blocks, encoder.dim)
+    init_from_numpy(gen, rng)
+    return gen
+
+
+def make_discriminator(dim: int, hidden: tuple[int, ...], rng: np.random.Generator):
+    """An MLP discriminator (no batch norm or dropout, so Opacus can compute per-sample gradients)."""
+    nn = torch.nn
+    layers, prev = [], dim
+    for h in hidden:
+        layers += [nn.Linear(prev, h), nn.LeakyReLU(0.2)]
+        prev = h
+    layers.append(nn.Linear(prev, 1))
+    disc = nn.Sequential(*layers)
+    init_from_numpy(disc, rng)
+    return disc
+
+
+def generate(generator, encoder: GridEncoder, n: int, noise_dim: int, rng: np.random.Generator,
+             batch: int = 4096) -> pd.DataFrame:
+    """Sample ``n`` rows: latent noise and cell draws from ``rng`` (post-processing)."""
+    generator.eval()
+    outs = []
+    with torch.no_grad():
+        for start in range(0, n, batch):
+            m = min(batch, n - start)
+            z = torch.from_numpy(rng.standard_normal((m, noise_dim)).astype(np.float32))
+            outs.append(generator(z).numpy())
+    raw = np.concatenate(outs) if outs else np.zeros((0, encoder.dim), dtype=np.float32)
+    return encoder.inverse(raw, rng)
+
+
+def noisy_row_count(n: int, epsilon: float, rng: np.random.Generator, accountant: BudgetAccountant) -> float:
+    """Number of people under DP (geometric mechanism, L1 sensitivity 1 under add/remove), at least 1."""
+    noisy = geometric_mechanism(np.array([n]), sensitivity=1.0, epsilon=epsilon, rng=rng, accountant=accountant,
+                                target="number of rows (sets the sampling rate / steps)")
+    return float(max(int(noisy[0]), 1))
+
+
+def check_gan_params(est, names_positive_int: tuple[str, ...], names_positive_float: tuple[str, ...]) -> None:
+    """Validate hyper-parameters before any budget is spent (clear error naming the parameter)."""
+    for name in names_positive_int:
+        v = getattr(est, name)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+    for name in names_positive_float:
+        v = getattr(est, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not (
+                math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive number, got {v!r}.")
+    hidden = getattr(est, "hidden_dims", (1,))
+    if not (isinstance(hidden, (tuple, list)) and all(isinstance(h, (int, np.integer)) and h > 0 for h in hidden)):
+        raise ValueError(f"hidden_dims must be a tuple of positive integers, got {hidden!r}.")

@@ -1,0 +1,166 @@
+"""DP-CTGAN and PATE-GAN: accounting (recomputed independently), public-grid encoding, contract."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.utils.estimator_checks import check_estimator
+
+from skdpsynth import DPCTGANSynthesizer, PATEGANSynthesizer, PrivacyBudgetError
+from skdpsynth._grid import PublicGrid
+from skdpsynth.privacy import zcdp_to_approx_dp
+from skdpsynth.synthesizers._gan_common import GridEncoder
+from skdpsynth.utils.estimator_checks import check_synthesizer
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny networks: one intra-op thread is fastest (and fair on a shared machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+_TINY_DP = {"epochs": 1, "batch_size": 64, "hidden_dims": (16,), "noise_dim": 8}
+_TINY_PATE = {"n_iter": 3, "n_teachers": 4, "teacher_steps": 1, "batch_size": 16, "hidden_dims": (16,), "noise_dim": 8}
+
+
+def test_grid_encoder_round_trip(mixed_frame, mixed_schema):
+    X = mixed_schema.validate(mixed_frame)
+    enc = GridEncoder(PublicGrid(mixed_schema, 16))
+    M = enc.transform(X)
+    assert M.shape == (len(X), enc.dim) and M.dtype == np.float32
+    for b in enc.blocks:  # exactly one cell per column, positions in [0, 1]
+        np.testing.assert_array_equal(M[:, b.start:b.start + b.n_cells].sum(1), 1.0)
+        if b.offset is not None:
+            assert ((M[:, b.offset] >= 0) & (M[:, b.offset] <= 1)).all()
+    back = enc.inverse(M, np.random.default_rng(0))  # one-hot rows decode to the same cells and positions
+    np.testing.assert_allclose(back["score"], X["score"], atol=1e-3)
+    assert (back["course"].fillna("NA") == X["course"].fillna("NA")).all()
+    assert (back["online"].fillna("NA") == X["online"].fillna("NA")).all()
+
+
+# ------------------------------------------------------------------------------------------ DP-CTGAN
+@pytest.mark.parametrize("epsilon", [0.5, 3.0])
+def test_dpctgan_accounting_recomputes(mixed_frame, mixed_schema, epsilon):
+    from opacus.accountants import RDPAccountant
+
+    est = DPCTGANSynthesizer(epsilon=epsilon, delta=1e-5, schema=mixed_schema, random_state=0, **_TINY_DP)
+    est.fit(mixed_frame)
+    count, sgd = est.budget_log_
+    assert count.mechanism == "geometric" and math.isclose(count.epsilon, 0.02 * epsilon)
+    assert sgd.mechanism == "dp-sgd" and sgd.kind == "approx" and sgd.delta == 1e-5
+    d = sgd.details
+    acc = RDPAccountant()
+    acc.history = [(d["noise_multiplier"], d["sample_rate"], d["steps"])]
+    eps_check = acc.get_epsilon(1e-5)  # Opacus' default (fractional) orders: at least as tight
+    assert eps_check <= sgd.epsilon * (1 + 1e-6)
+    assert sgd.epsilon <= 0.98 * epsilon * (1 + 1e-9)
+    assert d["steps"] == est.n_steps_ and d["sample_rate"] == est.sample_rate_
+    assert sgd.noise_scale == pytest.approx(d["noise_multiplier"] * d["max_grad_norm"])
+    assert est.privacy_spent_.epsilon <= epsilon * (1 + 1e-9)
+    assert est.privacy_spent_.delta <= 1e-5
+
+
+def test_dpctgan_noise_grows_as_epsilon_shrinks(mixed_frame, mixed_schema):
+    sig = [DPCTGANSynthesizer(epsilon=e, schema=mixed_schema, random_state=0, **_TINY_DP).fit(mixed_frame)
+           .noise_multiplier_ for e in (0.5, 5.0)]
+    assert sig[0] > sig[1] > 0
+
+
+def test_dpctgan_non_private(mixed_frame, mixed_schema):
+    est = DPCTGANSynthesizer(epsilon=None, schema=mixed_schema, random_state=0, **_TINY_DP).fit(mixed_frame)
+    assert est.noise_multiplier_ == 0 and not est.privacy_spent_.is_private
+    out = est.sample(100, random_state=0)
+    assert list(out.columns) == list(mixed_frame.columns)
+    assert out["score"].dropna().between(0, 100).all()
+
+
+@pytest.mark.parametrize("params, error", [({"delta": 0.0}, PrivacyBudgetError), ({"epochs": 0}, ValueError),
+                                           ({"max_grad_norm": -1.0}, ValueError), ({"count_share": 1.0}, ValueError),
+                                           ({"hidden_dims": (0,)}, ValueError)])
+def test_dpctgan_bad_parameters_before_any_budget(mixed_frame, mixed_schema, params, error):
+    est = DPCTGANSynthesizer(schema=mixed_schema, **{**_TINY_DP, **params})
+    with pytest.raises(error):
+        est.fit(mixed_frame)
+    assert not hasattr(est, "budget_log_")
+
+
+def test_dpctgan_checks_quick(mixed_frame, mixed_schema):
+    check_synthesizer(DPCTGANSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0, **_TINY_DP), mixed_frame,
+                      checks=["determinism", "budget", "no_training_rows"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [1.0, None])
+def test_dpctgan_synthesizer_checks(mixed_frame, mixed_schema, epsilon):
+    check_synthesizer(DPCTGANSynthesizer(epsilon=epsilon, schema=mixed_schema, random_state=0, **_TINY_DP),
+                      mixed_frame)
+
+
+@pytest.mark.slow
+def test_dpctgan_sklearn_check_estimator():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(DPCTGANSynthesizer(random_state=0, **_TINY_DP))
+
+
+# ------------------------------------------------------------------------------------------ PATE-GAN
+@pytest.mark.parametrize("epsilon", [1.0, 10.0])
+def test_pategan_accounting_is_data_independent(mixed_frame, mixed_schema, epsilon):
+    est = PATEGANSynthesizer(epsilon=epsilon, delta=1e-5, schema=mixed_schema, random_state=0, **_TINY_PATE)
+    est.fit(mixed_frame)
+    (rec,) = est.budget_log_
+    T = _TINY_PATE["n_iter"] * _TINY_PATE["batch_size"]
+    assert rec.kind == "zcdp" and rec.details["queries"] == T == est.n_queries_
+    assert rec.sensitivity == pytest.approx(math.sqrt(2))
+    # each query: Gaussian on a vote histogram with L2 sensitivity sqrt(2) -> rho_q = 2 / (2 sigma^2)
+    assert rec.rho == pytest.approx(T / est.vote_sigma_ ** 2)
+    assert zcdp_to_approx_dp(rec.rho, 1e-5) <= epsilon * (1 + 1e-9)
+    assert est.privacy_spent_.epsilon == pytest.approx(epsilon, rel=1e-6)  # the whole budget, no more
+
+
+def test_pategan_more_queries_more_noise(mixed_frame, mixed_schema):
+    s1 = PATEGANSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0, **_TINY_PATE).fit(mixed_frame)
+    s2 = PATEGANSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0,
+                            **{**_TINY_PATE, "n_iter": 12}).fit(mixed_frame)
+    assert s2.vote_sigma_ == pytest.approx(2 * s1.vote_sigma_)
+
+
+def test_pategan_non_private_and_no_teachers_kept(mixed_frame, mixed_schema):
+    est = PATEGANSynthesizer(epsilon=None, schema=mixed_schema, random_state=0, **_TINY_PATE).fit(mixed_frame)
+    assert est.vote_sigma_ == 0 and not est.privacy_spent_.is_private
+    assert not any("teacher" in k for k in vars(est) if k.endswith("_"))
+    out = est.sample(50, random_state=0)
+    assert isinstance(out, pd.DataFrame) and len(out) == 50
+
+
+def test_pategan_checks_quick(mixed_frame, mixed_schema):
+    check_synthesizer(PATEGANSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0, **_TINY_PATE), mixed_frame,
+                      checks=["determinism", "budget", "no_training_rows", "pickle_roundtrip"])
+
+
+@pytest.mark.parametrize("params", [{"n_teachers": 0}, {"n_iter": 1.5}, {"learning_rate": 0.0}])
+def test_pategan_bad_parameters_before_any_budget(mixed_frame, mixed_schema, params):
+    est = PATEGANSynthesizer(schema=mixed_schema, **{**_TINY_PATE, **params})
+    with pytest.raises(ValueError, match=next(iter(params))):
+        est.fit(mixed_frame)
+    assert not hasattr(est, "budget_log_")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [1.0, None])
+def test_pategan_synthesizer_checks(mixed_frame, mixed_schema, epsilon):
+    check_synthesizer(PATEGANSynthesizer(epsilon=epsilon, schema=mixed_schema, random_state=0, **_TINY_PATE),
+                      mixed_frame)
+
+
+@pytest.mark.slow
+def test_pategan_sklearn_check_estimator():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(PATEGANSynthesizer(random_state=0, **_TINY_PATE))
