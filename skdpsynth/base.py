@@ -205,29 +205,32 @@ class BaseTabularSynthesizer(BaseSynthesizer):
     """
 
     def _check_input(self, X: Any, y: Any, reset: bool) -> pd.DataFrame:
-        is_frame = isinstance(X, pd.DataFrame)
-        frame = check_table(X, y)
+        frame = self._check_columns(X, y, reset)
+        schema = resolve_schema(getattr(self, "schema", None))
+        self._validated = None
+        if schema is not None:  # fail before any budget is spent; _fit_cohort reuses the normalised table
+            self._validated = (frame, schema.validate(frame))
+        return frame
+
+    def _check_columns(self, X: Any, y: Any, reset: bool, *, y_name: str = "y",
+                       why: str = "every cohort must have the same columns in the same order.") -> pd.DataFrame:
+        """Validate the table; on ``fit`` record its columns and dtypes, on ``partial_fit`` require the same."""
+        frame = check_table(X, y, y_name=y_name)
+        n_x = frame.shape[1] - (y is not None)
         if reset:
-            n_x = frame.shape[1] - (y is not None)
             self.n_features_in_ = n_x
-            if is_frame:
+            if isinstance(X, pd.DataFrame):
                 self.feature_names_in_ = np.asarray(frame.columns[:n_x], dtype=object)
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
             self.columns_ = tuple(frame.columns)
             self.dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
         elif tuple(frame.columns) != self.columns_:
-            n_x = frame.shape[1] - (y is not None)
             raise SchemaError(
                 f"X has {n_x} features, but {type(self).__name__} is expecting {self.n_features_in_} features "
                 f"as input: this cohort's columns {list(frame.columns)} differ from the first cohort's "
-                f"{list(self.columns_)}; "
-                "every cohort must have the same columns in the same order."
+                f"{list(self.columns_)}; {why}"
             )
-        schema = resolve_schema(getattr(self, "schema", None))
-        self._validated = None
-        if schema is not None:  # fail before any budget is spent; _fit_cohort reuses the normalised table
-            self._validated = (frame, schema.validate(frame))
         return frame
 
     def _fit_cohort(self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool) -> None:

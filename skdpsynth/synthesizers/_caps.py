@@ -32,7 +32,7 @@ from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
 from skdpsynth.privacy._mechanisms import geometric_mechanism
 from skdpsynth.schema import ColumnSpec, TableSchema
 from skdpsynth.utils._random import check_random_state, torch_seed
-from skdpsynth.utils._validation import check_n_samples, check_table
+from skdpsynth.utils._validation import check_n_samples
 
 __all__ = ["CAPSSynthesizer"]
 
@@ -371,27 +371,11 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
 
     def _check_input(self, X: Any, y: Any, reset: bool) -> pd.DataFrame:
         self._check_params()
-        is_frame = isinstance(X, pd.DataFrame)
-        frame = check_table(X, y, y_name=self.target)
+        frame = self._check_columns(
+            X, y, reset, y_name=self.target,
+            why="CAPS needs the same feature space (and target) in every cycle, in the same order.")
         if self.target not in frame.columns:
             raise SchemaError(f"target column {self.target!r} is not in X (columns: {list(frame.columns)[:10]}...).")
-        if reset:
-            n_x = frame.shape[1] - (y is not None)
-            self.n_features_in_ = n_x
-            if is_frame:
-                self.feature_names_in_ = np.asarray(frame.columns[:n_x], dtype=object)
-            elif hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-            self.columns_ = tuple(frame.columns)
-            self.dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
-        elif tuple(frame.columns) != self.columns_:
-            n_x = frame.shape[1] - (y is not None)
-            raise SchemaError(
-                f"X has {n_x} features, but {type(self).__name__} is expecting {self.n_features_in_} features as "
-                f"input: this cohort's columns {list(frame.columns)} differ from the first cohort's "
-                f"{list(self.columns_)}; "
-                "CAPS needs the same feature space (and target) in every cycle, in the same order."
-            )
         features = self._features(frame.columns)
         if not features:
             raise SchemaError("X has no feature columns besides the target.")
