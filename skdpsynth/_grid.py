@@ -14,7 +14,7 @@ import pandas as pd
 
 from skdpsynth.schema import ColumnSpec, TableSchema
 
-__all__ = ["ColumnGrid", "PublicGrid"]
+__all__ = ["ColumnGrid", "PublicGrid", "seconds_to_datetime"]
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,21 @@ class ColumnGrid:
                 x = np.clip(np.floor(x + 0.5 * (hi - lo > 0)), np.ceil(lo), np.floor(hi))
         x[miss] = np.nan
         if kind == "datetime":
-            return pd.Series(pd.to_datetime(x, unit="s")).astype("datetime64[ns]")
+            return seconds_to_datetime(x)
         return pd.Series(x)
+
+
+def seconds_to_datetime(x: np.ndarray) -> pd.Series:
+    """Seconds since the epoch (NaN = missing) as a datetime64[ns] Series.
+
+    Converts to nanoseconds directly: pandas' unit cast runs under an over="raise" error state that was
+    seen to fail intermittently inside the test suite.
+    """
+    x = np.asarray(x, dtype=float)
+    miss = np.isnan(x)
+    out = pd.Series(np.round(np.where(miss, 0.0, x) * 1e9).astype(np.int64).view("datetime64[ns]"))
+    out[miss] = pd.NaT
+    return out
 
 
 def _as_seconds(values: pd.Series) -> np.ndarray:

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from skdpsynth._grid import seconds_to_datetime
 from skdpsynth.schema import TableSchema
 
 __all__ = ["FeatureCodec", "M1VAE", "M2Model", "mlp", "init_module"]
@@ -183,7 +184,7 @@ class FeatureCodec:
                 if h.name in flags:
                     v = np.where(flags[h.name], np.nan, v)
                 if h.spec_kind == "datetime":
-                    cols[h.name] = pd.to_datetime(v, unit="s").astype("datetime64[ns]")
+                    cols[h.name] = seconds_to_datetime(v)
                 else:
                     cols[h.name] = v
         for i, h in enumerate(self.cat_heads):

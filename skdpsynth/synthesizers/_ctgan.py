@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from skdpsynth._grid import seconds_to_datetime
 from skdpsynth.base import BaseTabularSynthesizer
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
 
@@ -88,7 +89,7 @@ class _CTGANAdapter(BaseTabularSynthesizer):
             if spec.kind == "integer":
                 x = np.round(x)
             if spec.kind == "datetime":
-                out[spec.name] = pd.Series(pd.to_datetime(x, unit="s")).astype("datetime64[ns]").to_numpy()
+                out[spec.name] = seconds_to_datetime(x).to_numpy()
             else:
                 out[spec.name] = x
         return pd.DataFrame(out)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri, owens_t
 
-from skdpsynth._grid import ColumnGrid, _as_seconds
+from skdpsynth._grid import ColumnGrid, _as_seconds, seconds_to_datetime
 from skdpsynth.base import BaseTabularSynthesizer
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, approx_dp_to_zcdp
 from skdpsynth.privacy._mechanisms import (
@@ -349,7 +349,7 @@ class NPGCColumnCells(ColumnGrid):
         x = np.where(at_lo, self.edges[0], np.where(at_hi, self.edges[-1], x))
         x[miss] = np.nan
         if self.spec.kind == "datetime":
-            return pd.Series(pd.to_datetime(x, unit="s")).astype("datetime64[ns]")
+            return seconds_to_datetime(x)
         return pd.Series(x)
 
 
