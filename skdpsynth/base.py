@@ -49,6 +49,8 @@ class BaseSynthesizer(BaseEstimator):
 
     #: names of the independent random streams given to ``_fit_cohort``
     _rng_streams: tuple[str, ...] = ("domain", "noise", "model")
+    #: scratch a subclass's ``_check_input`` may leave for ``_fit_cohort``; cleared after every fit call
+    _validated: Any = None
 
     # -- public API -------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> BaseSynthesizer:
@@ -66,12 +68,15 @@ class BaseSynthesizer(BaseEstimator):
         self
         """
         check_budget(self.epsilon, self.delta)
-        X = self._check_input(X, y, reset=True)
-        self._root_seed_ = _seed_sequence(self.random_state)
-        self.budget_log_ = ()
-        self._delta_zcdp_ = {}
-        self.n_cohorts_ = 0
-        self._run_cohort(X, first=True)
+        try:
+            X = self._check_input(X, y, reset=True)
+            self._root_seed_ = _seed_sequence(self.random_state)
+            self.budget_log_ = ()
+            self._delta_zcdp_ = {}
+            self.n_cohorts_ = 0
+            self._run_cohort(X, first=True)
+        finally:
+            self._validated = None  # validation scratch holds training rows: never keep it
         self._sample_rng_ = np.random.Generator(np.random.PCG64(self._root_seed_.spawn(1)[0]))
         return self
 
@@ -95,8 +100,11 @@ class BaseSynthesizer(BaseEstimator):
         if not hasattr(self, "budget_log_"):
             return self.fit(X, y)
         check_budget(self.epsilon, self.delta)
-        X = self._check_input(X, y, reset=False)
-        self._run_cohort(X, first=False)
+        try:
+            X = self._check_input(X, y, reset=False)
+            self._run_cohort(X, first=False)
+        finally:
+            self._validated = None  # validation scratch holds training rows: never keep it
         return self
 
     def sample(self, n_samples: int, *, random_state: Any = None) -> pd.DataFrame:
@@ -207,7 +215,6 @@ class BaseTabularSynthesizer(BaseSynthesizer):
     def _check_input(self, X: Any, y: Any, reset: bool) -> pd.DataFrame:
         frame = self._check_columns(X, y, reset)
         schema = resolve_schema(getattr(self, "schema", None))
-        self._validated = None
         if schema is not None:  # fail before any budget is spent; _fit_cohort reuses the normalised table
             self._validated = (frame, schema.validate(frame))
         return frame
@@ -234,7 +241,7 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         return frame
 
     def _fit_cohort(self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool) -> None:
-        cached, self._validated = getattr(self, "_validated", None), None  # never keep training rows
+        cached = self._validated  # (input, normalised table) from _check_input; fit/partial_fit clear it
         if first:
             self.schema_ = self._resolve_domain(X, accountant, rngs["domain"])
         if not self.schema_.public and self.epsilon is not None:

@@ -180,3 +180,13 @@ def test_sample_random_state_semantics(mixed_frame, mixed_schema):
     est = DPMarginalsSynthesizer(schema=mixed_schema, random_state=0).fit(mixed_frame)
     pd.testing.assert_frame_equal(est.sample(20, random_state=5), est.sample(20, random_state=5))
     assert not est.sample(20).equals(est.sample(20))
+
+
+def test_refused_fit_keeps_no_training_rows(mixed_frame, mixed_schema):
+    from skdpsynth import DPHistogramSynthesizer
+
+    # validation succeeds (and caches the normalised table), then the subclass refuses the table size
+    est = DPHistogramSynthesizer(schema=mixed_schema, n_bins=8, max_cells=10)
+    with pytest.raises(SchemaError):
+        est.fit(mixed_frame)
+    assert est._validated is None and not hasattr(est, "budget_log_")
