@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from skdpsynth.synthesizers._registry import REGISTRY
+
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -21,20 +23,11 @@ _LAZY = {
     "NotFittedError": "skdpsynth.exceptions",
     "PrivacyLeakWarning": "skdpsynth.exceptions",
     "SkdpsynthError": "skdpsynth.exceptions",
-    "DPMarginalsSynthesizer": "skdpsynth.synthesizers",
-    "NPGCSynthesizer": "skdpsynth.synthesizers",
-    "DPHistogramSynthesizer": "skdpsynth.synthesizers",
-    "MSTSynthesizer": "skdpsynth.synthesizers",
-    "DPCTGANSynthesizer": "skdpsynth.synthesizers",
-    "PATEGANSynthesizer": "skdpsynth.synthesizers",
-    "CTGANSynthesizer": "skdpsynth.synthesizers",
-    "TVAESynthesizer": "skdpsynth.synthesizers",
-    "CAPSSynthesizer": "skdpsynth.synthesizers",
-    "DPMarkovSynthesizer": "skdpsynth.synthesizers",
-    "DPHistSeqSynthesizer": "skdpsynth.synthesizers",
     "TSTRClassifier": "skdpsynth.tstr",
     "TSTRRegressor": "skdpsynth.tstr",
+    "all_synthesizers": "skdpsynth.synthesizers._registry",
 }
+_LAZY.update({info.name: "skdpsynth.synthesizers" for info in REGISTRY})
 _SUBMODULES = {"privacy", "datasets", "metrics", "audit", "models", "synthesizers", "utils", "schema", "base",
                "exceptions"}
 

@@ -1,41 +1,96 @@
 """The synthesizer contract: scikit-learn's estimator API plus ``sample``.
 
-:class:`BaseSynthesizer` owns what every synthesizer shares -- the privacy budget
-per cohort, the budget log and its composition, random streams, ``partial_fit``
-bookkeeping and ``sample``'s random-state semantics. :class:`BaseTabularSynthesizer`
-adds the public schema (given, or estimated under DP) and dtype round trips.
+:class:`BaseSynthesizer` owns what every synthesizer shares -- declared
+parameters, the privacy budget per cohort, the budget log and its composition,
+where randomness comes from, ``partial_fit`` bookkeeping and ``sample``.
+:class:`BaseTabularSynthesizer` adds the public schema (given, or estimated under
+DP) and dtype round trips.
+
+Randomness. Privacy noise comes from a :class:`~skdpsynth.privacy.NoiseSource`
+made fresh for each cohort from OS entropy and never stored, whatever
+``random_state`` says (``reproducible_noise=True`` derives it from
+``random_state`` instead, for tests and papers; such a release is marked not
+publishable). ``random_state`` governs everything else: initialisation,
+batching that is not part of a privacy mechanism, and sampling.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from skdpsynth.exceptions import NotFittedError, PrivacyLeakWarning, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, PrivacySpent, check_budget, compose
 from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema, plan_schema_cost
-from skdpsynth.schema import TableSchema, infer_schema
-from skdpsynth.utils._random import _seed_sequence, check_random_state
+from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.schema import TableSchema, infer_schema, resolve_schema
+from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils._validation import check_n_samples, check_table
 
-__all__ = ["BaseSynthesizer", "BaseTabularSynthesizer", "resolve_schema"]
+__all__ = ["BaseSynthesizer", "BaseTabularSynthesizer", "FitContext", "TableInput", "restore_dtypes"]
+
+#: rows drawn per batch by :meth:`BaseSynthesizer.sample_batches` (and by ``sample`` for large n)
+SAMPLE_BATCH = 100_000
 
 
-class BaseSynthesizer(BaseEstimator):
+@dataclass
+class FitContext:
+    """What one ``fit`` / ``partial_fit`` call gives a synthesizer's cohort hook.
+
+    Attributes
+    ----------
+    accountant : BudgetAccountant
+        This cohort's budget: plan with ``require``, charge through the
+        mechanisms in :mod:`skdpsynth.privacy`.
+    noise : NoiseSource
+        The only source of privacy noise (secure unless ``reproducible_noise``).
+    rng : numpy.random.Generator
+        Everything that is not privacy noise (initialisation, model batching),
+        governed by ``random_state``.
+    first : bool
+        True for ``fit`` (a fresh model), False for ``partial_fit``.
+    params : dict
+        Extra keyword arguments given to ``fit`` / ``partial_fit``.
+    """
+
+    accountant: BudgetAccountant
+    noise: NoiseSource
+    rng: np.random.Generator
+    first: bool
+    params: dict = field(default_factory=dict)
+
+    @property
+    def cohort(self) -> int:
+        """Index of this ``fit`` / ``partial_fit`` call (0 = ``fit``)."""
+        return self.accountant.cohort
+
+
+class BaseSynthesizer(BaseEstimator, ABC):
     """Base class of all synthesizers.
 
-    Subclasses implement ``_check_input(X, y, reset)`` (validation, no budget),
-    ``_fit_cohort(X, accountant, rngs, first)`` (spend through ``accountant``)
-    and ``_sample(n_samples, rng) -> DataFrame``. They must define the
-    parameters ``epsilon``, ``delta`` and ``random_state`` (and may define
-    ``cohort_composition``).
+    Subclasses declare their parameters in ``_parameter_constraints`` (extending
+    this class's, as ``{**BaseSynthesizer._parameter_constraints, ...}``) and
+    implement:
+
+    * ``_check_input(X, y, reset) -> data``: validation and normalisation,
+      before any budget is spent; the returned data go to the cohort hook and
+      are never stored;
+    * ``_fit_cohort(data, ctx)``: fit one cohort, spending through ``ctx``
+      (:class:`FitContext`), and set ``n_estimate_``;
+    * ``_sample(n_samples, rng, **params) -> DataFrame``.
+
+    Parameters common to every synthesizer: ``epsilon`` (per cohort; ``None`` =
+    non-private), ``delta``, ``random_state`` and ``reproducible_noise``.
 
     Fitted attributes
     -----------------
@@ -43,17 +98,22 @@ class BaseSynthesizer(BaseEstimator):
         Every use of the private data, in order.
     n_cohorts_ : int
         Number of ``fit`` / ``partial_fit`` calls folded in.
+    n_estimate_ : int
+        A DP estimate of the number of people in the latest cohort (the
+        default release size; the exact number is private).
     privacy_spent_ : PrivacySpent
         Derived from ``budget_log_`` on every read; never above the request.
     """
 
-    #: names of the independent random streams given to ``_fit_cohort``
-    _rng_streams: tuple[str, ...] = ("domain", "noise", "model")
-    #: scratch a subclass's ``_check_input`` may leave for ``_fit_cohort``; cleared after every fit call
-    _validated: Any = None
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
+        "reproducible_noise": ["boolean"],
+    }
 
     # -- public API -------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> BaseSynthesizer:
+    def fit(self, X: Any, y: Any = None, **fit_params: Any) -> BaseSynthesizer:
         """Fit from scratch on one cohort (the target, if any, is a column of ``X``).
 
         Parameters
@@ -62,25 +122,23 @@ class BaseSynthesizer(BaseEstimator):
             Private data, one row (or, for sequences, one learner) per person.
         y : array-like, optional
             Joined to ``X`` as one more column to synthesize.
+        **fit_params
+            Options of the synthesizer's fit, passed to its cohort hook.
 
         Returns
         -------
         self
         """
-        check_budget(self.epsilon, self.delta)
-        try:
-            X = self._check_input(X, y, reset=True)
-            self._root_seed_ = _seed_sequence(self.random_state)
-            self.budget_log_ = ()
-            self._delta_zcdp_ = {}
-            self.n_cohorts_ = 0
-            self._run_cohort(X, first=True)
-        finally:
-            self._validated = None  # validation scratch holds training rows: never keep it
-        self._sample_rng_ = np.random.Generator(np.random.PCG64(self._root_seed_.spawn(1)[0]))
+        self._check_request()
+        data = self._check_input(X, y, reset=True)
+        self.budget_log_ = ()
+        self._delta_zcdp_ = {}
+        self.n_cohorts_ = 0
+        self._run_cohort(data, first=True, fit_params=fit_params)
+        self._sample_rng_ = check_random_state(cohort_seed_sequence(self.random_state, -1))
         return self
 
-    def partial_fit(self, X: Any, y: Any = None) -> BaseSynthesizer:
+    def partial_fit(self, X: Any, y: Any = None, **fit_params: Any) -> BaseSynthesizer:
         """Fold in a new cohort (new people); equivalent to ``fit`` when not fitted.
 
         The cohort gets its own budget (``epsilon``, ``delta``); how cohorts
@@ -92,40 +150,62 @@ class BaseSynthesizer(BaseEstimator):
             The new cohort, with the same columns as before.
         y : array-like, optional
             As in :meth:`fit`.
+        **fit_params
+            As in :meth:`fit`.
 
         Returns
         -------
         self
         """
         if not hasattr(self, "budget_log_"):
-            return self.fit(X, y)
-        check_budget(self.epsilon, self.delta)
-        try:
-            X = self._check_input(X, y, reset=False)
-            self._run_cohort(X, first=False)
-        finally:
-            self._validated = None  # validation scratch holds training rows: never keep it
+            return self.fit(X, y, **fit_params)
+        self._check_request()
+        data = self._check_input(X, y, reset=False)
+        self._run_cohort(data, first=False, fit_params=fit_params)
         return self
 
-    def sample(self, n_samples: int, *, random_state: Any = None) -> pd.DataFrame:
+    def sample(self, n_samples: int | None = None, *, random_state: Any = None, **params: Any) -> pd.DataFrame:
         """Draw synthetic data (post-processing: spends no budget).
 
         Parameters
         ----------
-        n_samples : int
-            Number of rows (for sequence synthesizers: learners).
+        n_samples : int, optional
+            Number of rows (for sequence synthesizers: learners). Default:
+            ``n_estimate_``, a DP estimate of the number of people. Passing the
+            exact training size releases that number, which DP protects.
         random_state : None, int or Generator
             ``None`` continues the synthesizer's own stream (successive calls
             differ); an int gives a reproducible draw.
+        **params
+            Options of the synthesizer's sampler (e.g. ``conditions``).
 
         Returns
         -------
         pandas.DataFrame
         """
-        self._check_fitted()
-        n_samples = check_n_samples(n_samples)
-        rng = self._sample_rng_ if random_state is None else check_random_state(random_state)
-        return self._sample(n_samples, rng)
+        n_samples, rng = self._sample_request(n_samples, random_state)
+        if n_samples <= SAMPLE_BATCH:
+            return self._sample(n_samples, rng, **params)
+        return pd.concat(list(self._batches(n_samples, rng, SAMPLE_BATCH, params)), ignore_index=True)
+
+    def sample_batches(self, n_samples: int | None = None, *, batch_size: int = SAMPLE_BATCH,
+                       random_state: Any = None, **params: Any) -> Iterator[pd.DataFrame]:
+        """Draw ``n_samples`` rows in batches of at most ``batch_size``, so memory stays bounded for any n.
+
+        Parameters
+        ----------
+        n_samples, random_state, **params
+            As in :meth:`sample`.
+        batch_size : int
+            Rows per batch.
+
+        Yields
+        ------
+        pandas.DataFrame
+        """
+        n_samples, rng = self._sample_request(n_samples, random_state)
+        batch_size = check_n_samples(batch_size)
+        return self._batches(n_samples, rng, batch_size, params)
 
     @property
     def privacy_spent_(self) -> PrivacySpent:
@@ -135,6 +215,28 @@ class BaseSynthesizer(BaseEstimator):
                        composition=getattr(self, "cohort_composition", "parallel"))
 
     # -- machinery --------------------------------------------------------------
+    def _check_request(self) -> None:
+        """Parameters and budget, validated before any data is read or any budget spent."""
+        self._validate_params()
+        check_budget(self.epsilon, self.delta)
+        if self.reproducible_noise and not isinstance(self.random_state, (Integral, np.random.SeedSequence)):
+            raise ValueError(
+                "reproducible_noise=True derives the privacy noise from random_state, so random_state must be an "
+                f"int or SeedSequence (got {self.random_state!r}). Leave reproducible_noise=False for a release."
+            )
+
+    def _sample_request(self, n_samples: int | None, random_state: Any) -> tuple[int, np.random.Generator]:
+        self._check_fitted()
+        if n_samples is None:
+            n_samples = self.n_estimate_
+        n_samples = check_n_samples(n_samples)
+        rng = self._sample_rng_ if random_state is None else check_random_state(random_state)
+        return n_samples, rng
+
+    def _batches(self, n: int, rng: np.random.Generator, size: int, params: dict) -> Iterator[pd.DataFrame]:
+        for start in range(0, n, size):
+            yield self._sample(min(size, n - start), rng, **params)
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "budget_log_"):
             raise NotFittedError(
@@ -142,32 +244,36 @@ class BaseSynthesizer(BaseEstimator):
                 "arguments before using this estimator."
             )
 
-    def _delta_for_zcdp(self, X: Any) -> float:
+    def _delta_for_zcdp(self, data: Any) -> float:
         """Share of ``delta`` at which this cohort's zCDP part is converted (override if needed)."""
         return self.delta
 
-    def _run_cohort(self, X: Any, first: bool) -> None:
+    def _run_cohort(self, data: Any, first: bool, fit_params: dict) -> None:
         cohort = self.n_cohorts_
-        seed = self._root_seed_.spawn(1)[0]
-        children = seed.spawn(len(self._rng_streams))
-        rngs = {k: np.random.Generator(np.random.PCG64(s)) for k, s in zip(self._rng_streams, children)}
-        accountant = BudgetAccountant(self.epsilon, self.delta, delta_zcdp=self._delta_for_zcdp(X), cohort=cohort)
+        model_seed, noise_seed = cohort_seed_sequence(self.random_state, cohort).spawn(2)
+        noise = NoiseSource.reproducible_from(noise_seed) if self.reproducible_noise else NoiseSource.secure()
+        accountant = BudgetAccountant(self.epsilon, self.delta, delta_zcdp=self._delta_for_zcdp(data), cohort=cohort,
+                                      noise="reproducible" if self.reproducible_noise else "secure")
+        ctx = FitContext(accountant, noise, check_random_state(model_seed), first, dict(fit_params))
         try:
-            self._fit_cohort(X, accountant, rngs, first)
+            self._fit_cohort(data, ctx)
         finally:
             # whatever was spent is logged, even if the fit failed half-way
-            self.budget_log_ = self.budget_log_ + tuple(accountant.records)
+            self.budget_log_ = self.budget_log_ + accountant.records
             self._delta_zcdp_ = {**self._delta_zcdp_, cohort: accountant.delta_zcdp}
         self.n_cohorts_ = cohort + 1
 
-    def _check_input(self, X: Any, y: Any, reset: bool) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _check_input(self, X: Any, y: Any, reset: bool) -> Any:
+        """Validate ``X`` (and ``y``) before any budget is spent; return the data for ``_fit_cohort``."""
 
-    def _fit_cohort(self, X: Any, accountant: BudgetAccountant, rngs: dict, first: bool) -> None:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _fit_cohort(self, data: Any, ctx: FitContext) -> None:
+        """Fit one cohort, spending only through ``ctx``; set ``n_estimate_``."""
 
-    def _sample(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _sample(self, n_samples: int, rng: np.random.Generator, **params: Any) -> pd.DataFrame:
+        """Draw ``n_samples`` rows from the fitted model (post-processing)."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -179,15 +285,12 @@ class BaseSynthesizer(BaseEstimator):
         return tags
 
 
-def resolve_schema(schema: Any) -> TableSchema | None:
-    """Accept a TableSchema, a dict, or a path to a JSON file."""
-    if schema is None or isinstance(schema, TableSchema):
-        return schema
-    if isinstance(schema, Mapping):
-        return TableSchema.from_dict(schema)
-    if isinstance(schema, (str, os.PathLike)):
-        return TableSchema.from_json(schema)
-    raise SchemaError(f"schema must be a TableSchema, a dict or a JSON path; got {type(schema).__name__}.")
+@dataclass
+class TableInput:
+    """A validated cohort: the table as given and, when the schema is known up front, its normalised form."""
+
+    frame: pd.DataFrame
+    normalised: pd.DataFrame | None = None
 
 
 class BaseTabularSynthesizer(BaseSynthesizer):
@@ -195,10 +298,9 @@ class BaseTabularSynthesizer(BaseSynthesizer):
 
     Adds: the public schema (parameter ``schema``; when None, estimated under DP
     with ``domain_share`` of epsilon and delta, or read without privacy when
-    ``epsilon=None``), validation of every cohort against it, and restoring the
-    input's column order and dtypes on ``sample``. Subclasses implement
-    ``_fit_table(Xn, accountant, rngs, first)`` on the schema-normalised table
-    and ``_sample_table(n, rng)``.
+    ``epsilon=None``), validation of every cohort against it, and release
+    dtypes decided by the schema. Subclasses implement ``_fit_table(Xn, ctx)``
+    on the schema-normalised table and ``_sample_table(n, rng, **params)``.
 
     Fitted attributes
     -----------------
@@ -209,15 +311,23 @@ class BaseTabularSynthesizer(BaseSynthesizer):
     n_features_in_ : int
         Number of columns (including a joined ``y``).
     dtypes_ : dict of str to str
-        Input dtype names, restored on ``sample``.
+        Input dtype names, the basis of the release dtypes.
     """
 
-    def _check_input(self, X: Any, y: Any, reset: bool) -> pd.DataFrame:
+    _parameter_constraints: dict = {
+        **BaseSynthesizer._parameter_constraints,
+        "schema": [TableSchema, dict, str, os.PathLike, None],
+        "domain_share": [Interval(Real, 0, 1, closed="neither")],
+    }
+    #: parameter constraint for synthesizers that have ``cohort_composition``
+    _COMPOSITION = [StrOptions({"parallel", "sequential"})]
+
+    def _check_input(self, X: Any, y: Any, reset: bool) -> TableInput:
         frame = self._check_columns(X, y, reset)
         schema = resolve_schema(getattr(self, "schema", None))
-        if schema is not None:  # fail before any budget is spent; _fit_cohort reuses the normalised table
-            self._validated = (frame, schema.validate(frame))
-        return frame
+        if schema is None:
+            return TableInput(frame)
+        return TableInput(frame, schema.validate(frame))  # fails before any budget is spent
 
     def _check_columns(self, X: Any, y: Any, reset: bool, *, y_name: str = "y",
                        why: str = "every cohort must have the same columns in the same order.") -> pd.DataFrame:
@@ -233,29 +343,29 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             self.columns_ = tuple(frame.columns)
             self.dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
         elif tuple(frame.columns) != self.columns_:
-            raise SchemaError(
-                f"X has {n_x} features, but {type(self).__name__} is expecting {self.n_features_in_} features "
-                f"as input: this cohort's columns {list(frame.columns)} differ from the first cohort's "
-                f"{list(self.columns_)}; {why}"
-            )
+            added = [c for c in frame.columns if c not in self.columns_]
+            lost = [c for c in self.columns_ if c not in frame.columns]
+            detail = (f"new columns {added}, missing columns {lost}" if added or lost
+                      else "the same columns in a different order")
+            count = (f"X has {n_x} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                     "features as input: " if n_x != self.n_features_in_ else "")
+            raise SchemaError(f"{count}this cohort's columns differ from the first cohort's ({detail}); {why}")
         return frame
 
-    def _fit_cohort(self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool) -> None:
-        cached = self._validated  # (input, normalised table) from _check_input; fit/partial_fit clear it
-        if first:
-            self.schema_ = self._resolve_domain(X, accountant, rngs["domain"])
+    def _fit_cohort(self, data: TableInput, ctx: FitContext) -> None:
+        if ctx.first:
+            self.schema_ = self._resolve_domain(data.frame, ctx)
         if not self.schema_.public and self.epsilon is not None:
-            accountant.records.append(BudgetRecord(
-                "exact (non-private)", "domain read from the data by infer_schema", "none",
-                epsilon=math.inf, cohort=accountant.cohort,
-            ))
-        if cached is not None and cached[0] is X and self.schema_ is resolve_schema(getattr(self, "schema", None)):
-            Xn = cached[1]
+            ctx.accountant.declare_nonprivate("domain read from the data (schema not confirmed public)")
+        given = resolve_schema(getattr(self, "schema", None))
+        if data.normalised is not None and given is not None and self.schema_ == given:
+            Xn = data.normalised
         else:
-            if getattr(self, "schema", None) is None and self.epsilon is not None:
+            X = data.frame
+            if given is None and self.epsilon is not None:
                 X = drop_unreleased_categories(X, self.schema_)  # labels the DP domain did not release
             Xn = self.schema_.validate(X)
-        self._fit_table(Xn, accountant, rngs, first)
+        self._fit_table(Xn, ctx)
 
     def _domain_budget(self, schema_given: bool) -> tuple[float, float]:
         if schema_given or self.epsilon is None:
@@ -263,11 +373,11 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         share = getattr(self, "domain_share", 0.1)
         return self.epsilon * share, self.delta * share
 
-    def _delta_for_zcdp(self, X: Any) -> float:
+    def _delta_for_zcdp(self, data: Any) -> float:
         _, delta_dom = self._domain_budget(getattr(self, "schema", None) is not None)
         return self.delta - delta_dom
 
-    def _resolve_domain(self, X: pd.DataFrame, accountant: BudgetAccountant, rng: np.random.Generator) -> TableSchema:
+    def _resolve_domain(self, X: pd.DataFrame, ctx: FitContext) -> TableSchema:
         schema = resolve_schema(getattr(self, "schema", None))
         if schema is not None:
             return schema
@@ -275,54 +385,78 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PrivacyLeakWarning)
                 inferred = infer_schema(X)
-            accountant.records.append(BudgetRecord(
-                "exact (non-private)", "domain read from the data (epsilon=None)", "none", epsilon=math.inf,
-                cohort=accountant.cohort))
+            ctx.accountant.declare_nonprivate("domain read from the data (epsilon=None)")
             return inferred
         eps_dom, delta_dom = self._domain_budget(False)
         planned = plan_schema_cost(X, eps_dom, delta_dom) + self._planned_model_cost(X, eps_dom, delta_dom)
-        accountant.require(planned, what=f"{type(self).__name__}.fit without a schema")
-        return estimate_schema(X, epsilon=eps_dom, delta=delta_dom, accountant=accountant, rng=rng,
+        ctx.accountant.require(planned, what=f"{type(self).__name__}.fit without a schema")
+        return estimate_schema(X, epsilon=eps_dom, delta=delta_dom, accountant=ctx.accountant, noise=ctx.noise,
                                bound_quantiles=getattr(self, "bound_quantiles", (0.01, 0.99)))
 
     def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
         """Records the model will charge after the domain (for the up-front check); override."""
         return []
 
-    def _sample(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:
-        table = self._sample_table(n_samples, rng)
+    def _sample(self, n_samples: int, rng: np.random.Generator, **params: Any) -> pd.DataFrame:
+        table = self._sample_table(n_samples, rng, **params)
         return restore_dtypes(table[list(self.columns_)], self.dtypes_, self.schema_)
 
-    def _fit_table(  # pragma: no cover
-        self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool
-    ) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+        """Fit on the schema-normalised table, spending only through ``ctx``; set ``n_estimate_``."""
 
-    def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _sample_table(self, n_samples: int, rng: np.random.Generator, **params: Any) -> pd.DataFrame:
+        """Draw ``n_samples`` rows in the schema-normalised form."""
+
+
+def release_dtype(dtype: str, kind: str, nullable: bool) -> str:
+    """The dtype of a released column: decided by the input dtype and the schema, never by the draw.
+
+    Integer-valued columns (integer kind, or integer-coded categories) and
+    booleans that the schema declares nullable become pandas' nullable dtypes
+    (``Int64``, ``boolean``), so one missing value neither changes the release's
+    dtype nor reveals itself.
+    """
+    if dtype.lower().startswith(("int", "uint")) or (kind == "integer" and dtype.startswith("float")):
+        base = dtype.lower() if dtype.lower().startswith(("int", "uint")) else "int64"
+        if nullable:
+            return "UInt" + base[4:] if base.startswith("uint") else "Int" + base[3:]
+        return base
+    if dtype in ("bool", "boolean"):
+        return "boolean" if nullable else "bool"
+    return dtype
 
 
 def restore_dtypes(table: pd.DataFrame, dtypes: dict[str, str], schema: TableSchema) -> pd.DataFrame:
-    """Cast schema-normalised columns back to the input dtypes (nullable variants when values are missing)."""
+    """Cast schema-normalised columns to the release dtypes (:func:`release_dtype`)."""
     out = {}
     for name, dtype in dtypes.items():
         col = table[name]
         spec = schema[name]
-        has_na = bool(col.isna().any())
+        target = release_dtype(dtype, spec.kind, spec.nullable)
         try:
             if dtype == "category":
                 out[name] = pd.Categorical(col, categories=list(spec.categories))
-            elif dtype.startswith(("int", "uint")) or dtype.startswith(("Int", "UInt")):
-                target = dtype.capitalize() if has_na and dtype.islower() else dtype
+            elif target.lower().startswith(("int", "uint")):
                 out[name] = pd.to_numeric(col).round().astype(target)  # also integer-coded categories
-            elif dtype == "bool":
-                out[name] = col.astype("boolean") if has_na else col.astype(bool)
+            elif target in ("bool", "boolean"):
+                out[name] = col.astype(target)
             elif dtype.startswith("datetime64"):
-                out[name] = pd.to_datetime(col).astype(dtype)
+                out[name] = _restore_datetime(col, dtype)
             elif dtype == "object" and spec.kind in ("continuous", "integer"):
                 out[name] = col.astype(object)
             else:
                 out[name] = col.astype(dtype)
-        except (TypeError, ValueError):
-            out[name] = col
+        except (TypeError, ValueError) as exc:
+            raise SchemaError(f"column {name!r}: cannot release as {target} ({exc}).") from exc
     return pd.DataFrame(out)
+
+
+def _restore_datetime(col: pd.Series, dtype: str) -> pd.Series:
+    """Normalised datetimes are naive UTC; a zone in the input dtype is put back."""
+    values = pd.to_datetime(col)
+    tz = pd.api.types.pandas_dtype(dtype).tz if "," in dtype else None
+    if tz is None:
+        return values.astype(dtype)
+    return values.dt.tz_localize("UTC").dt.tz_convert(tz)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
 
-__all__ = ["ColumnSpec", "TableSchema", "infer_schema", "KINDS"]
+__all__ = ["ColumnSpec", "TableSchema", "infer_schema", "resolve_schema", "KINDS"]
 
 KINDS = ("continuous", "integer", "categorical", "boolean", "datetime")
 _NUMERIC = ("continuous", "integer", "datetime")
@@ -267,9 +267,10 @@ class TableSchema:
         if problems:
             raise SchemaError("data do not match the schema: " + "; ".join(problems) + ".")
         if clipped:
+            # the columns only: how many values were clipped is private
             warnings.warn(
-                "values outside the public bounds were clipped to them: "
-                + ", ".join(f"{k!r} ({v} values)" for k, v in clipped.items()),
+                "values outside the public bounds were clipped to them in columns "
+                + ", ".join(repr(k) for k in clipped),
                 UserWarning,
                 stacklevel=2,
             )
@@ -391,3 +392,14 @@ def infer_schema(X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:
             cats = sorted(pd.unique(nonnull.astype(object)).tolist(), key=str)
             cols.append(ColumnSpec(name, "categorical", categories=tuple(cats), nullable=nullable))
     return TableSchema(tuple(cols), public=False)
+
+
+def resolve_schema(schema: Any) -> TableSchema | None:
+    """Accept a TableSchema, a dict, or a path to a JSON file (``None`` passes through)."""
+    if schema is None or isinstance(schema, TableSchema):
+        return schema
+    if isinstance(schema, Mapping):
+        return TableSchema.from_dict(schema)
+    if isinstance(schema, (str, os.PathLike)):
+        return TableSchema.from_json(schema)
+    raise SchemaError(f"schema must be a TableSchema, a dict or a JSON path; got {type(schema).__name__}.")

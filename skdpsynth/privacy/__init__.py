@@ -1,4 +1,10 @@
-"""Privacy core: mechanisms, budget records, composition and accounting.
+"""Privacy core: the one door to the private data.
+
+Everything that draws noise from, or measures, private data lives here: the
+noise source (:class:`NoiseSource`, secure by default), the mechanisms (each
+states its sensitivity and charges the accountant before drawing), the
+accountant and composition, DP domain estimation, DP-SGD accounting, and the
+post-processing of noisy statistics.
 
 Neighbouring relation: add or remove all records of one person
 (:data:`NEIGHBOURING`).
@@ -17,12 +23,19 @@ from skdpsynth.privacy._accounting import (
 from skdpsynth.privacy._domain import estimate_schema, plan_schema_cost
 from skdpsynth.privacy._dpsgd import dpsgd_privacy_report
 from skdpsynth.privacy._mechanisms import (
+    discrete_gaussian_mechanism,
+    dp_count,
     exponential_mechanism,
+    exponential_mechanism_zcdp,
     gaussian_mechanism,
     gaussian_sigma,
     geometric_mechanism,
     laplace_mechanism,
+    stability_histogram,
+    stability_threshold,
 )
+from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.privacy._postprocess import normalise_counts, project_to_simplex
 
 __all__ = [
     "NEIGHBOURING",
@@ -36,8 +49,16 @@ __all__ = [
     "estimate_schema",
     "plan_schema_cost",
     "dpsgd_privacy_report",
+    "NoiseSource",
+    "discrete_gaussian_mechanism",
+    "dp_count",
     "exponential_mechanism",
+    "exponential_mechanism_zcdp",
     "gaussian_mechanism",
+    "normalise_counts",
+    "project_to_simplex",
+    "stability_histogram",
+    "stability_threshold",
     "gaussian_sigma",
     "geometric_mechanism",
     "laplace_mechanism",

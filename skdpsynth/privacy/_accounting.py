@@ -122,7 +122,11 @@ class BudgetRecord:
     cohort : int
         Which ``fit`` / ``partial_fit`` call (0 = ``fit``).
     details : dict
-        Extra facts, e.g. DP-SGD ``noise_multiplier``, ``sample_rate``, ``steps``.
+        Extra facts, e.g. DP-SGD ``noise_multiplier``, ``steps``.
+    noise : {"secure", "reproducible"}
+        Where the noise came from: fresh OS entropy, or derived from a seed
+        (``reproducible_noise=True``: not publishable, whoever knows the seed
+        can remove the noise).
     """
 
     mechanism: str
@@ -136,10 +140,13 @@ class BudgetRecord:
     cohort: int = 0
     neighbouring: str = NEIGHBOURING
     details: dict = field(default_factory=dict)
+    noise: str = "secure"
 
     def __post_init__(self) -> None:
         if self.kind not in ("pure", "approx", "zcdp", "none"):
             raise ValueError(f"unknown record kind {self.kind!r}.")
+        if self.noise not in ("secure", "reproducible"):
+            raise ValueError(f"unknown noise source {self.noise!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
@@ -163,6 +170,11 @@ class PrivacySpent:
         False when any record is non-private.
     neighbouring : str
         The neighbouring relation.
+    reproducible_noise : bool
+        True when any noise was derived from a seed (``reproducible_noise=True``).
+    publishable : bool
+        ``is_private and not reproducible_noise``: the guarantee holds against
+        someone who holds the release, the estimator and its parameters.
     """
 
     epsilon: float
@@ -171,6 +183,12 @@ class PrivacySpent:
     composition: str = "parallel"
     is_private: bool = True
     neighbouring: str = NEIGHBOURING
+    reproducible_noise: bool = False
+
+    @property
+    def publishable(self) -> bool:
+        """Whether this guarantee holds for a published release (private, secure noise)."""
+        return self.is_private and not self.reproducible_noise
 
     def __iter__(self):  # allows ``eps, delta = est.privacy_spent_``
         return iter((self.epsilon, self.delta))
@@ -225,7 +243,9 @@ def compose(
     else:
         raise ValueError(f"composition must be 'parallel' or 'sequential', got {composition!r}.")
     private = all(r.kind != "none" for r in records)
-    return PrivacySpent(float(eps), float(delta), tuple(per), composition, private)
+    reproducible = any(r.noise == "reproducible" for r in records)
+    return PrivacySpent(float(eps), float(delta), tuple(per), composition, private,
+                        reproducible_noise=reproducible)
 
 
 class BudgetAccountant:
@@ -246,9 +266,17 @@ class BudgetAccountant:
         Share of ``delta`` reserved for converting the zCDP part.
     cohort : int, default=0
         Index of the ``fit`` / ``partial_fit`` call.
+    noise : {"secure", "reproducible"}, default="secure"
+        Stamped on every record charged (see :class:`BudgetRecord`).
+
+    The API is narrow: :meth:`require` (plan), :meth:`spend` (charge),
+    :meth:`declare_nonprivate` (a computation without DP, recorded as such),
+    :meth:`remaining_epsilon` / :meth:`remaining_rho` and :meth:`spent`.
+    ``records`` is a read-only view of the log.
     """
 
-    def __init__(self, epsilon: float | None, delta: float, *, delta_zcdp: float = 0.0, cohort: int = 0) -> None:
+    def __init__(self, epsilon: float | None, delta: float, *, delta_zcdp: float = 0.0, cohort: int = 0,
+                 noise: str = "secure") -> None:
         check_budget(epsilon, delta)
         if delta_zcdp > delta + _TOL:
             raise PrivacyBudgetError(f"delta_zcdp={delta_zcdp} exceeds delta={delta}.")
@@ -256,7 +284,13 @@ class BudgetAccountant:
         self.delta = delta
         self.delta_zcdp = delta_zcdp
         self.cohort = cohort
-        self.records: list[BudgetRecord] = []
+        self.noise = noise
+        self._records: list[BudgetRecord] = []
+
+    @property
+    def records(self) -> tuple[BudgetRecord, ...]:
+        """The records charged so far (read-only)."""
+        return tuple(self._records)
 
     @property
     def private(self) -> bool:
@@ -265,18 +299,18 @@ class BudgetAccountant:
 
     def spent(self, extra: Sequence[BudgetRecord] = ()) -> tuple[float, float]:
         """(epsilon, delta) of the records so far, plus ``extra``."""
-        return _compose_cohort([*self.records, *extra], self.delta_zcdp)
+        return _compose_cohort([*self._records, *extra], self.delta_zcdp)
 
     def _fits(self, extra: Sequence[BudgetRecord]) -> tuple[bool, float, float]:
         # "none" records (a non-public schema) make the release non-private but do not use the DP budget
-        eps, delta = _compose_cohort([r for r in [*self.records, *extra] if r.kind != "none"], self.delta_zcdp)
+        eps, delta = _compose_cohort([r for r in [*self._records, *extra] if r.kind != "none"], self.delta_zcdp)
         if not self.private:
             return True, eps, delta
         return eps <= self.epsilon * (1 + _TOL) + _TOL and delta <= self.delta * (1 + _TOL) + 1e-15, eps, delta
 
     def require(self, planned: Sequence[BudgetRecord], what: str = "this fit") -> None:
         """Raise :class:`PrivacyBudgetError` if ``planned`` would not fit; spends nothing."""
-        ok, eps, delta = self._fits(planned)
+        ok, eps, delta = self._fits(list(planned))
         if not ok:
             raise PrivacyBudgetError(
                 f"{what} needs epsilon={eps:.6g}, delta={delta:.3g} but the budget is "
@@ -287,19 +321,41 @@ class BudgetAccountant:
         """Charge one record (raises before recording if it would overspend)."""
         if self.private and record.kind == "none":
             raise PrivacyBudgetError(f"non-private computation {record.target!r} under a DP budget.")
-        record = BudgetRecord(**{**asdict(record), "cohort": self.cohort})
+        record = BudgetRecord(**{**asdict(record), "cohort": self.cohort, "noise": self.noise})
         self.require([record], what=record.target)
-        self.records.append(record)
+        self._records.append(record)
+        return record
+
+    charge = spend
+
+    def declare_nonprivate(self, target: str, mechanism: str = "exact (non-private)") -> BudgetRecord:
+        """Record a computation made without DP (the release becomes non-private; no budget is used)."""
+        record = BudgetRecord(mechanism, target, "none", epsilon=math.inf, cohort=self.cohort)
+        self._records.append(record)
         return record
 
     def remaining_epsilon(self) -> float:
         """Epsilon left for pure-DP spending (request minus pure and approximate records so far)."""
-        used = sum(r.epsilon for r in self.records if r.kind in ("pure", "approx"))
+        used = sum(r.epsilon for r in self._records if r.kind in ("pure", "approx"))
         return max(self.epsilon - used, 0.0)
 
-    def remaining_rho(self, spent_pure: float = 0.0, spent_delta: float = 0.0) -> float:
-        """Largest rho that fits once ``spent_pure`` epsilon and ``spent_delta`` are reserved."""
-        eps = self.epsilon - spent_pure
+    def remaining_delta(self) -> float:
+        """Delta left for approximate-DP spending, once ``delta_zcdp`` is reserved for the zCDP part."""
+        used = sum(r.delta for r in self._records if r.kind in ("pure", "approx"))
+        return max(self.delta - self.delta_zcdp - used, 0.0)
+
+    def spent_rho(self) -> float:
+        """rho of the zCDP records so far."""
+        return sum(r.rho for r in self._records if r.kind == "zcdp")
+
+    def remaining_rho(self, reserve_epsilon: float = 0.0) -> float:
+        """rho still available for zCDP charges, keeping ``reserve_epsilon`` for later pure charges.
+
+        Accounts for everything already charged: pure and approximate records
+        reduce the epsilon left, and rho already spent is subtracted.
+        """
+        used = sum(r.epsilon for r in self._records if r.kind in ("pure", "approx"))
+        eps = self.epsilon - used - reserve_epsilon
         if eps <= 0:
             return 0.0
-        return approx_dp_to_zcdp(eps, self.delta_zcdp)
+        return max(approx_dp_to_zcdp(eps, self.delta_zcdp) - self.spent_rho(), 0.0)

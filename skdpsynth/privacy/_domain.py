@@ -7,10 +7,9 @@ taken as public; the *values* (bounds, category labels) are estimated:
 * numeric and datetime columns: two DP quantiles (``bound_quantiles``) by the
   exponential mechanism over a fixed, data-independent candidate grid;
   utility ``-|#{x < c} - q n|`` has sensitivity 1 under add/remove-one-person;
-* categorical columns: stability-based histogram (Korolova et al. 2009;
-  Bun, Nissim & Stemmer 2016): a label is released when its count plus
-  Laplace(1/eps) noise reaches ``1 + log(1/(2 delta)) / eps`` -- (eps, delta)-DP
-  for an unknown label set;
+* categorical columns: the stability histogram of
+  :func:`skdpsynth.privacy.stability_histogram` (each person holds one label
+  per column) -- (eps, delta)-DP for an unknown label set;
 * boolean columns cost nothing (their domain is public).
 
 Every column may be missing (``nullable=True``): whether a column has missing
@@ -27,7 +26,7 @@ import pandas as pd
 
 from skdpsynth.exceptions import SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._mechanisms import exponential_mechanism
+from skdpsynth.privacy._mechanisms import exponential_mechanism, stability_histogram, stability_threshold
 from skdpsynth.schema import ColumnSpec, TableSchema
 
 __all__ = ["estimate_schema", "column_kind_from_dtype", "plan_schema_cost"]
@@ -90,7 +89,7 @@ def plan_schema_cost(X: pd.DataFrame, epsilon: float, delta: float) -> list[Budg
 
 
 def _dp_quantile(
-    values: np.ndarray, q: float, candidates: np.ndarray, epsilon: float, rng, accountant, target
+    values: np.ndarray, q: float, candidates: np.ndarray, epsilon: float, noise, accountant, target
 ) -> float:
     # The exponential mechanism locates a rank only to within about 2 ln(m) / eps people (m candidates),
     # so extreme quantiles are pulled inwards to rank max(q n, 4 ln(m) / eps) from their end.
@@ -104,11 +103,11 @@ def _dp_quantile(
     at_or_below = np.searchsorted(ordered, candidates, side="right")
     # tie-aware: a candidate is exact when the target rank falls inside its block of equal values
     utility = -np.maximum(np.maximum(below - rank, rank - at_or_below), 0.0)
-    return float(candidates[exponential_mechanism(utility, sensitivity=1.0, epsilon=epsilon, rng=rng,
+    return float(candidates[exponential_mechanism(utility, sensitivity=1.0, epsilon=epsilon, noise=noise,
                                                   accountant=accountant, target=target)])
 
 
-def _numeric_spec(name: str, col: pd.Series, kind: str, eps_col: float, quantiles, rng, accountant) -> ColumnSpec:
+def _numeric_spec(name: str, col: pd.Series, kind: str, eps_col: float, quantiles, noise, accountant) -> ColumnSpec:
     if kind == "datetime":
         ts = pd.to_datetime(col).dropna()
         values = ts.astype("datetime64[ns]").astype("int64").to_numpy() / 1e9
@@ -117,7 +116,7 @@ def _numeric_spec(name: str, col: pd.Series, kind: str, eps_col: float, quantile
         values = pd.to_numeric(col, errors="coerce").dropna().to_numpy(dtype=float)
         candidates = NUMERIC_CANDIDATES
     bounds = [
-        _dp_quantile(values, q, candidates, eps_col / 2, rng, accountant, f"DP {q:g}-quantile of column {name!r}")
+        _dp_quantile(values, q, candidates, eps_col / 2, noise, accountant, f"DP {q:g}-quantile of column {name!r}")
         for q in quantiles
     ]
     lo, hi = min(bounds), max(bounds)
@@ -131,19 +130,19 @@ def _numeric_spec(name: str, col: pd.Series, kind: str, eps_col: float, quantile
     return ColumnSpec(name, kind, lo, hi, nullable=True)
 
 
-def _categorical_spec(name: str, col: pd.Series, eps_col: float, delta_col: float, rng, accountant) -> ColumnSpec:
-    threshold = 1.0 + math.log(1.0 / (2.0 * delta_col)) / eps_col
-    accountant.spend(BudgetRecord(
-        "stability-histogram", f"category discovery in column {name!r}", "approx", epsilon=eps_col,
-        delta=delta_col, sensitivity=1.0, noise_scale=1.0 / eps_col, details={"threshold": threshold},
-    ))
+def _categorical_spec(name: str, col: pd.Series, eps_col: float, delta_col: float, noise, accountant) -> ColumnSpec:
     counts = col.dropna().astype(object).value_counts(sort=False)
-    noisy = counts.to_numpy(dtype=float) + rng.laplace(0.0, 1.0 / eps_col, size=len(counts))
-    kept = [k for k, v in zip(counts.index, noisy) if v >= threshold]
+    if len(counts) == 0:  # nothing to count: the column is all missing, no key can be released
+        raise SchemaError(f"column {name!r}: no category can be released at this budget; give the categories "
+                          "in a schema.")
+    released, _ = stability_histogram(counts.to_numpy(), contribution_bound=1, epsilon=eps_col, delta=delta_col,
+                                      noise=noise, accountant=accountant,
+                                      target=f"category discovery in column {name!r}")
+    kept = [k for k, ok in zip(counts.index, released) if ok]
     if not kept:
         raise SchemaError(
             f"column {name!r}: no category is frequent enough to be released at this budget "
-            f"(threshold {threshold:.1f} people); give the categories in a schema."
+            f"(threshold {stability_threshold(1, eps_col, delta_col)} people); give the categories in a schema."
         )
     return ColumnSpec(name, "categorical", categories=tuple(sorted(kept, key=str)), nullable=True)
 
@@ -154,7 +153,7 @@ def estimate_schema(
     epsilon: float,
     delta: float,
     accountant: BudgetAccountant,
-    rng: np.random.Generator,
+    noise,
     bound_quantiles: tuple[float, float] = (0.01, 0.99),
 ) -> TableSchema:
     """Estimate a public-grade schema of ``X`` under (epsilon, delta)-DP.
@@ -172,8 +171,8 @@ def estimate_schema(
         Budget for the whole domain; charged to ``accountant``.
     accountant : BudgetAccountant
         Where the cost is charged.
-    rng : numpy.random.Generator
-        Noise stream.
+    noise : NoiseSource
+        Where the noise comes from.
     bound_quantiles : (float, float), default=(0.01, 0.99)
         Quantiles used as bounds; values beyond them are clipped.
 
@@ -195,9 +194,9 @@ def estimate_schema(
         if kind == "boolean":
             cols.append(ColumnSpec(name, "boolean", nullable=True))
         elif kind == "categorical":
-            cols.append(_categorical_spec(name, X[name], eps_cat, delta_col, rng, accountant))
+            cols.append(_categorical_spec(name, X[name], eps_cat, delta_col, noise, accountant))
         else:
-            cols.append(_numeric_spec(name, X[name], kind, eps_num, bound_quantiles, rng, accountant))
+            cols.append(_numeric_spec(name, X[name], kind, eps_num, bound_quantiles, noise, accountant))
     return TableSchema(tuple(cols))
 
 
@@ -218,10 +217,10 @@ def drop_unreleased_categories(X: pd.DataFrame, schema: TableSchema) -> pd.DataF
         if unknown.any():
             affected[spec.name] = int(unknown.sum())
             out[spec.name] = col.astype(object).where(~unknown, np.nan)
-    if affected:
+    if affected:  # the columns only: how many values were affected is private
         warnings.warn(
-            "rare categories not released by the DP domain estimate are treated as missing: "
-            + ", ".join(f"{k!r} ({v} values)" for k, v in affected.items()),
+            "rare categories not released by the DP domain estimate are treated as missing in columns "
+            + ", ".join(repr(k) for k in affected),
             UserWarning,
             stacklevel=3,
         )

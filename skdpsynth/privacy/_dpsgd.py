@@ -25,10 +25,19 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dataclasses import dataclass
+
 from scipy.optimize import brentq
 from scipy.stats import norm
 
+from skdpsynth.privacy._accounting import BudgetRecord
+
 __all__ = [
+    "DPSGDPlan",
+    "plan_dpsgd",
+    "dpsgd_record",
+    "dp_optimizer",
+    "poisson_mask",
     "dpsgd_privacy_report",
     "calibrate_noise_multiplier",
     "gdp_delta",
@@ -272,3 +281,74 @@ def dpsgd_accounting_table(rows: Iterable[Mapping[str, Any]], *, digits: int = 2
             f"{int(r['steps'])} | {r['delta']:.3g} |"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class DPSGDPlan:
+    """A calibrated DP-SGD run: the one path CAPS, DP-CTGAN and PATE-GAN's student share.
+
+    Attributes
+    ----------
+    noise_multiplier : float
+        Noise standard deviation over ``max_grad_norm``.
+    sample_rate : float
+        Poisson sampling rate (from a public or DP-estimated cohort size, never the exact n).
+    steps : int
+        Private steps.
+    max_grad_norm : float
+        Per-example clipping norm (the L2 sensitivity of each noisy sum).
+    epsilon, delta : float
+        The RDP guarantee of the run (``epsilon`` at most the target).
+    """
+
+    noise_multiplier: float
+    sample_rate: float
+    steps: int
+    max_grad_norm: float
+    epsilon: float
+    delta: float
+
+
+def plan_dpsgd(*, epsilon: float, delta: float, sample_rate: float, steps: int, max_grad_norm: float) -> DPSGDPlan:
+    """Calibrate DP-SGD to (epsilon, delta) by RDP (:func:`calibrate_noise_multiplier`).
+
+    Neighbouring relation: add/remove one person (one example); clipping bounds
+    that person's L2 contribution to every noisy gradient sum by
+    ``max_grad_norm``.
+    """
+    sigma = calibrate_noise_multiplier(epsilon=epsilon, delta=delta, sample_rate=sample_rate, steps=steps)
+    eps = rdp_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta)
+    return DPSGDPlan(float(sigma), float(sample_rate), int(steps), float(max_grad_norm), min(eps, epsilon), delta)
+
+
+def dpsgd_record(plan: DPSGDPlan, target: str) -> BudgetRecord:
+    """The budget record of a planned DP-SGD run (charge it before the first step)."""
+    return BudgetRecord(
+        "dp-sgd", target, "approx", epsilon=plan.epsilon, delta=plan.delta, sensitivity=plan.max_grad_norm,
+        noise_scale=plan.noise_multiplier * plan.max_grad_norm,
+        details={"noise_multiplier": plan.noise_multiplier, "sample_rate": plan.sample_rate, "steps": plan.steps,
+                 "max_grad_norm": plan.max_grad_norm, "accountant": "rdp (opacus)", "poisson_sampling": True},
+    )
+
+
+def dp_optimizer(optimizer, plan: DPSGDPlan, generator, *, expected_batch_size: int, loss_reduction: str = "sum"):
+    """Opacus' ``DPOptimizer`` for ``plan``, its Gaussian noise drawn from ``generator``.
+
+    ``generator`` must come from :meth:`NoiseSource.torch_generator` (seeded
+    from the fit's noise source, never stored), as must the Poisson batches
+    (:func:`poisson_mask`): both are part of the mechanism. Opacus'
+    ``secure_mode`` needs ``torchcsprng``, which has no build for current
+    torch; the generator is therefore seeded from the OS's CSPRNG instead.
+    """
+    from opacus.optimizers import DPOptimizer
+
+    return DPOptimizer(optimizer, noise_multiplier=plan.noise_multiplier, max_grad_norm=plan.max_grad_norm,
+                       expected_batch_size=max(int(expected_batch_size), 1), loss_reduction=loss_reduction,
+                       generator=generator)
+
+
+def poisson_mask(n: int, sample_rate: float, generator):
+    """One Poisson-sampled batch: a boolean torch mask over ``n`` examples, drawn from the noise ``generator``."""
+    import torch
+
+    return torch.rand(n, generator=generator) < sample_rate

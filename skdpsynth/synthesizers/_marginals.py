@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
-from skdpsynth.base import BaseTabularSynthesizer
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.privacy._mechanisms import geometric_mechanism
 
 __all__ = ["DPMarginalsSynthesizer"]
@@ -40,7 +42,12 @@ class DPMarginalsSynthesizer(BaseTabularSynthesizer):
     cohort_composition : {"parallel", "sequential"}, default="parallel"
         How ``partial_fit`` cohorts compose ("parallel": they are different people).
     random_state : int, Generator or None, default=None
-        Seeds all randomness.
+        Seeds everything that is not privacy noise (the grid's within-bin
+        draws, sampling).
+    reproducible_noise : bool, default=False
+        Derive the privacy noise from ``random_state`` (for tests and papers
+        only: such a release is not publishable). By default the noise comes
+        from fresh OS entropy and nothing can regenerate it.
 
     Privacy
     -------
@@ -51,8 +58,14 @@ class DPMarginalsSynthesizer(BaseTabularSynthesizer):
     ``partial_fit`` the new cohort's noisy counts are added to the old ones.
     """
 
+    _parameter_constraints: dict = {
+        **BaseTabularSynthesizer._parameter_constraints,
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
+
     def __init__(self, *, epsilon=1.0, delta=1e-6, schema=None, n_bins=32, domain_share=0.1,
-                 cohort_composition="parallel", random_state=None):
+                 cohort_composition="parallel", random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
@@ -60,9 +73,11 @@ class DPMarginalsSynthesizer(BaseTabularSynthesizer):
         self.domain_share = domain_share
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
 
-    def _fit_table(self, X, accountant: BudgetAccountant, rngs, first):
-        if first:
+    def _fit_table(self, X, ctx: FitContext):
+        accountant = ctx.accountant
+        if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.counts_ = [np.zeros(g.n_cells) for g in self.grid_.columns]
         codes = self.grid_.encode(X)
@@ -71,13 +86,14 @@ class DPMarginalsSynthesizer(BaseTabularSynthesizer):
         for j, g in enumerate(self.grid_.columns):
             exact = np.bincount(codes[:, j], minlength=g.n_cells)
             if eps_col is None:
-                accountant.spend(BudgetRecord("exact (non-private)", f"histogram of column {g.spec.name!r}", "none",
-                                              epsilon=np.inf))
+                accountant.declare_nonprivate(f"histogram of column {g.spec.name!r}")
                 noisy = exact
             else:
-                noisy = geometric_mechanism(exact, sensitivity=1.0, epsilon=eps_col, rng=rngs["noise"],
+                noisy = geometric_mechanism(exact, sensitivity=1.0, epsilon=eps_col, noise=ctx.noise,
                                             accountant=accountant, target=f"histogram of column {g.spec.name!r}")
             self.counts_[j] = self.counts_[j] + noisy
+            if j == 0:  # every person is in one cell of each histogram: its noisy total estimates n
+                self.n_estimate_ = max(int(noisy.sum()), 1)
         self.marginals_ = [noisy_probabilities(c) for c in self.counts_]
 
     def _sample_table(self, n_samples, rng):

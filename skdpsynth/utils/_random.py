@@ -35,6 +35,21 @@ def _seed_sequence(random_state: RandomStateLike) -> np.random.SeedSequence:
     )
 
 
+def cohort_seed_sequence(random_state: RandomStateLike, index: int) -> np.random.SeedSequence:
+    """The seed of one ``fit`` / ``partial_fit`` call (``index`` = cohort; -1 = the sampling stream).
+
+    Derived afresh from ``random_state`` on each call and never stored: an int
+    or SeedSequence gives the same stream for the same index; ``None`` gives
+    fresh OS entropy; a Generator or RandomState is advanced.
+    """
+    key = int(index) + 1
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.SeedSequence(random_state.entropy, spawn_key=(*random_state.spawn_key, key))
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return np.random.SeedSequence(_seed_sequence(random_state).entropy, spawn_key=(key,))
+    return _seed_sequence(random_state)
+
+
 def check_random_state(random_state: RandomStateLike) -> np.random.Generator:
     """Turn ``random_state`` into a :class:`numpy.random.Generator`.
 
