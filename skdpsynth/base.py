@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
-from skdpsynth.exceptions import NotFittedError, PrivacyLeakWarning, SchemaError
+from skdpsynth.exceptions import InvalidBudgetError, NotFittedError, PrivacyLeakWarning, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, PrivacySpent, check_budget, compose
 from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema, plan_schema_cost
 from skdpsynth.privacy._noise import NoiseSource
@@ -217,7 +217,12 @@ class BaseSynthesizer(BaseEstimator, ABC):
     # -- machinery --------------------------------------------------------------
     def _check_request(self) -> None:
         """Parameters and budget, validated before any data is read or any budget spent."""
-        self._validate_params()
+        try:
+            self._validate_params()
+        except InvalidParameterError as exc:
+            if "'epsilon'" in str(exc) or "'delta'" in str(exc):
+                raise InvalidBudgetError(str(exc)) from None
+            raise
         check_budget(self.epsilon, self.delta)
         if self.reproducible_noise and not isinstance(self.random_state, (Integral, np.random.SeedSequence)):
             raise ValueError(

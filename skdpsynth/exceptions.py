@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
+from sklearn.utils._param_validation import InvalidParameterError
 
 __all__ = [
     "SkdpsynthError",
     "PrivacyBudgetError",
+    "InvalidBudgetError",
     "SchemaError",
     "NotFittedError",
     "PrivacyLeakWarning",
@@ -24,6 +26,10 @@ class PrivacyBudgetError(SkdpsynthError, ValueError):
     planned spend would exceed it, or when the data are too small for the requested
     guarantee. Nothing has been spent when this is raised.
     """
+
+
+class InvalidBudgetError(PrivacyBudgetError, InvalidParameterError):
+    """An ``epsilon`` or ``delta`` parameter of the wrong type or range (raised before any work)."""
 
 
 class SchemaError(SkdpsynthError, ValueError):

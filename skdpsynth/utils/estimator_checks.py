@@ -17,6 +17,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from skdpsynth.privacy._accounting import compose
+from skdpsynth.privacy._noise import NoiseSource
 
 __all__ = ["check_synthesizer", "SYNTHESIZER_CHECKS"]
 
@@ -26,11 +27,71 @@ def _fit(est, X):
 
 
 def check_determinism(est, X) -> None:
-    """Same ``random_state`` -> same model and same samples; ``sample(random_state=None)`` moves on."""
-    a, b = _fit(est, X), _fit(est, X)
-    pd.testing.assert_frame_equal(a.sample(50, random_state=1), b.sample(50, random_state=1))
+    """Reproducibility where it is allowed, fresh noise where it is required.
+
+    With ``reproducible_noise=True`` (an explicit opt-in) the same
+    ``random_state`` gives the same model and the same samples. By default the
+    privacy noise is fresh on every fit whatever ``random_state`` says, so two
+    private fits on the same data differ. ``sample(random_state=None)`` moves on.
+    """
+    if "reproducible_noise" in est.get_params():
+        seeded = clone(est).set_params(reproducible_noise=True, random_state=7)
+        a, b = _fit(seeded, X), _fit(seeded, X)
+        pd.testing.assert_frame_equal(a.sample(50, random_state=1), b.sample(50, random_state=1))
+        assert a.privacy_spent_.reproducible_noise or est.epsilon is None
+    if getattr(est, "epsilon", None) is not None:
+        secure = clone(est).set_params(random_state=7)
+        a, b = _fit(secure, X), _fit(secure, X)
+        assert not a.sample(50, random_state=1).equals(b.sample(50, random_state=1)), (
+            "two fits with the same random_state gave identical releases: the privacy noise follows the seed")
+    else:
+        a = _fit(est, X)
     first, second = a.sample(50), a.sample(50)
     assert not first.equals(second), "successive sample() calls with random_state=None returned the same rows"
+
+
+def check_noise_unrecoverable(est, X) -> None:
+    """Nothing on the fitted estimator (or its pickle) can regenerate a noise draw.
+
+    The object graph holds no :class:`~numpy.random.SeedSequence` and no
+    noise source; the only generator allowed is the sampling stream
+    ``_sample_rng_`` (post-processing).
+    """
+    fitted = _fit(est, X)
+    found = _find_types(fitted, (np.random.SeedSequence, NoiseSource), set(), skip=("_sample_rng_",))
+    assert found is None, f"{type(est).__name__} keeps {found}, from which noise could be regenerated"
+    pickle.dumps(fitted)
+
+
+def _find_types(obj, types: tuple, seen: set, depth: int = 0, skip: tuple = ()) -> str | None:
+    if id(obj) in seen or depth > 6:
+        return None
+    seen.add(id(obj))
+    if isinstance(obj, types):
+        return type(obj).__name__
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        items = vars(obj).items()
+    else:
+        return None
+    for key, child in items:
+        if key in skip:
+            continue
+        found = _find_types(child, types, seen, depth + 1)
+        if found:
+            return f"{found} at {key!r}"
+    return None
+
+
+def check_n_estimate(est, X) -> None:
+    """``n_estimate_`` is a positive int and the default release size."""
+    fitted = _fit(est, X)
+    n_hat = fitted.n_estimate_
+    assert isinstance(n_hat, (int, np.integer)) and n_hat >= 1, f"n_estimate_ must be an int >= 1, got {n_hat!r}"
+    assert len(fitted.sample(random_state=0)) == n_hat or not hasattr(fitted, "columns_")
 
 
 def check_budget(est, X) -> None:
@@ -113,6 +174,8 @@ def check_sample_schema(est, X) -> None:
 
 SYNTHESIZER_CHECKS: dict[str, Callable] = {
     "determinism": check_determinism,
+    "noise_unrecoverable": check_noise_unrecoverable,
+    "n_estimate": check_n_estimate,
     "budget": check_budget,
     "no_training_rows": check_no_training_rows,
     "pickle_roundtrip": check_pickle_roundtrip,
