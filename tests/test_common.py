@@ -1,0 +1,113 @@
+"""Common tests over every registered synthesizer (imbalanced-learn's test_common is the model).
+
+A synthesizer is covered here the moment it is registered in ``skdpsynth.synthesizers._registry``.
+Small settings and the data each kind needs are listed once (``FAST``); expected failures of
+scikit-learn's ``check_estimator`` are listed once, with reasons (``EXPECTED_FAILED``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from sklearn.utils.estimator_checks import check_estimator
+
+from skdpsynth.datasets import make_clickstream, make_learning_habits
+from skdpsynth.synthesizers._registry import REGISTRY
+from skdpsynth.utils.estimator_checks import check_synthesizer
+
+SEQ_COLS = {"id_column": "learner_id", "order_column": "position", "event_columns": "activity"}
+
+#: small, fast settings per synthesizer (model sizes only: never the privacy parameters)
+FAST = {
+    "DPCTGANSynthesizer": {"epochs": 1, "batch_size": 64, "hidden_dims": (16,), "noise_dim": 8},
+    "PATEGANSynthesizer": {"n_iter": 3, "n_teachers": 4, "teacher_steps": 1, "batch_size": 16, "hidden_dims": (16,),
+                           "noise_dim": 8},
+    "CAPSSynthesizer": {"target": "achievement", "m1_hidden": (32,), "z1_dim": 4, "m2_hidden": (16,), "z2_dim": 2,
+                        "classifier_hidden": (16,), "pretrain_epochs": 1, "n_surrogate": 400, "epochs": 2,
+                        "batch_size": 16, "n_public_samples": 128, "public_batch_size": 32, "replay_new": 200,
+                        "replay_old": 200, "replay_epochs": 1},
+    "CTGANSynthesizer": {"epochs": 1, "batch_size": 50},
+    "TVAESynthesizer": {"epochs": 1, "batch_size": 50},
+    "DPMarkovSynthesizer": {**SEQ_COLS, "max_length": 40},
+    "DPHistSeqSynthesizer": {**SEQ_COLS, "max_length": 40},
+}
+
+_SEQ = "fits a long-format event table (DataFrame), not a numeric 2-D array"
+#: scikit-learn checks that cannot apply, with the reason, listed once
+EXPECTED_FAILED = {
+    info.name: {name: _SEQ for name in (
+        "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+        "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+        "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_complex_data", "check_dtype_object",
+        "check_pipeline_consistency", "check_estimators_pickle", "check_f_contiguous_array_estimator",
+        "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_fit2d_1sample",
+        "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent", "check_n_features_in",
+        "check_fit_check_is_fitted", "check_estimators_nan_inf", "check_fit2d_predict1d",
+        "check_estimators_empty_data_messages", "check_param_validation")}
+    for info in REGISTRY if info.data == "sequence"
+}
+_CAPS = "needs a labelled learner table with its target column, not a numeric 2-D array"
+EXPECTED_FAILED["CAPSSynthesizer"] = {name: _CAPS for name in EXPECTED_FAILED["DPMarkovSynthesizer"]}
+
+
+def _cases(private_only: bool = False):
+    for info in REGISTRY:
+        if private_only and not info.private:
+            continue
+        marks = [pytest.mark.slow] if info.name in ("CTGANSynthesizer", "TVAESynthesizer") else []
+        yield pytest.param(info, id=info.method, marks=marks)
+
+
+@pytest.fixture(scope="module")
+def sequence_data():
+    return make_clickstream(300, min_length=10, max_length=40, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def caps_data():
+    return make_learning_habits(105, n_weeks=3, random_state=1)
+
+
+def make_case(info, mixed_frame, mixed_schema, sequence_data, caps_data, **params):
+    """An instance with a public domain and data it can be fitted on."""
+    cls = info.load()
+    kw = {**FAST.get(info.name, {}), "random_state": 0, **params}
+    if info.data == "sequence":
+        kw.setdefault("vocabulary", list(sequence_data.schema["vocabulary"]))
+        return cls(**kw), sequence_data.frame
+    if info.name == "CAPSSynthesizer":
+        return cls(schema=caps_data.schema, **kw), caps_data.frame
+    return cls(schema=mixed_schema, **kw), mixed_frame.iloc[:300]
+
+
+@pytest.mark.parametrize("info", _cases())
+def test_sklearn_check_estimator(info):
+    est = info.load()(**{**FAST.get(info.name, {}), "random_state": 0})
+    if info.data == "sequence" or info.name == "CAPSSynthesizer":
+        est.set_params(**{k: v for k, v in FAST[info.name].items() if k in est.get_params()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(est, expected_failed_checks=EXPECTED_FAILED.get(info.name, {}), on_fail="raise")
+    passed = {r["check_name"] for r in results if r["status"] == "passed"}
+    assert {"check_get_params_invariance", "check_set_params", "check_no_attributes_set_in_init"} <= passed
+
+
+@pytest.mark.parametrize("info", _cases())
+def test_synthesizer_checks(info, mixed_frame, mixed_schema, sequence_data, caps_data):
+    est, X = make_case(info, mixed_frame, mixed_schema, sequence_data, caps_data)
+    checks = None if info.data == "table" else [
+        "determinism", "noise_unrecoverable", "n_estimate", "budget", "no_training_rows", "pickle_roundtrip", "clone"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert set(check_synthesizer(est, X, checks=checks).values()) == {"passed"}
+
+
+@pytest.mark.parametrize("info", _cases(private_only=True))
+def test_parameters_are_declared_and_checked_before_any_spend(info):
+    est = info.load()()
+    assert set(est._parameter_constraints) == set(est.get_params(deep=False)), (
+        "every parameter needs a declared constraint")
+    with pytest.raises(ValueError):
+        est.set_params(epsilon=-1.0).fit([[0.0, 1.0], [1.0, 0.0]])
+    assert not hasattr(est, "budget_log_")
