@@ -1,12 +1,13 @@
 """DP-Histogram and the non-private CTGAN / TVAE adapters: contract, accounting, recovery, refusals."""
 
 import math
+import pickle
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.utils.estimator_checks import check_estimator
+from sklearn.utils.estimator_checks import check_estimator, check_param_validation
 
 from skdpsynth import (
     CTGANSynthesizer,
@@ -16,6 +17,8 @@ from skdpsynth import (
     TableSchema,
     TVAESynthesizer,
 )
+from skdpsynth.privacy import NoiseSource
+from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils.estimator_checks import check_synthesizer
 
 
@@ -172,3 +175,65 @@ def test_adapters_sklearn_check_estimator(cls, params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_estimator(cls(random_state=0, **params))
+
+
+def _random_objects(obj, path="est", seen=None, depth=0):
+    """Paths of every NoiseSource, SeedSequence, Generator or BitGenerator reachable from ``obj``."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 8:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, (NoiseSource, np.random.SeedSequence, np.random.Generator, np.random.BitGenerator)):
+        return [path]
+    if isinstance(obj, dict):
+        items = [(f"{path}[{k!r}]", v) for k, v in obj.items()]
+    elif isinstance(obj, (list, tuple)):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        items = [(f"{path}.{k}", v) for k, v in vars(obj).items()]
+    else:
+        return []
+    return [p for sub, child in items for p in _random_objects(child, sub, seen, depth + 1)]
+
+
+def test_histogram_secure_fits_differ_and_keep_no_noise_state():
+    X = _dependent(1000, np.random.default_rng(5))
+    a, b = (DPHistogramSynthesizer(epsilon=1.0, schema=_PAIR_SCHEMA, random_state=0).fit(X) for _ in range(2))
+    assert not np.array_equal(a.counts_, b.counts_)
+    assert a.privacy_spent_.publishable
+    for est in (a, pickle.loads(pickle.dumps(a))):
+        # the only generator is the sampling stream, derived from random_state alone (not from the noise)
+        assert _random_objects(est) == ["est._sample_rng_"]
+        assert est._sample_rng_.bit_generator.state == \
+            check_random_state(cohort_seed_sequence(0, -1)).bit_generator.state
+    seeded = [DPHistogramSynthesizer(epsilon=1.0, schema=_PAIR_SCHEMA, random_state=0, reproducible_noise=True).fit(X)
+              for _ in range(2)]
+    np.testing.assert_array_equal(seeded[0].counts_, seeded[1].counts_)
+    assert not seeded[0].privacy_spent_.publishable
+
+
+def test_histogram_n_estimate_is_the_noisy_total():
+    n = 3000
+    X = _dependent(n, np.random.default_rng(6))
+    est = DPHistogramSynthesizer(epsilon=1.0, schema=_PAIR_SCHEMA, random_state=0).fit(X)
+    assert est.counts_.dtype == np.int64
+    assert est.n_estimate_ == est.counts_.sum() and isinstance(est.n_estimate_, int)
+    assert abs(est.n_estimate_ - n) < 60  # 30 cells of discrete Laplace noise, scale 1
+    assert len(est.sample(random_state=0)) == est.n_estimate_
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_histogram_cell_refusal_comes_first_and_hides_n(given):
+    n = 57
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame({f"x{i}": rng.normal(size=n) for i in range(9)})
+    schema = TableSchema.from_dict({c: {"kind": "continuous", "lower": -5, "upper": 5} for c in X}) if given else None
+    est = DPHistogramSynthesizer(epsilon=1.0, schema=schema, n_bins=20)
+    with pytest.raises(SchemaError, match="max_cells") as info:
+        est.fit(X)
+    assert str(n) not in str(info.value)
+    assert not hasattr(est, "budget_log_")
+
+
+def test_histogram_parameter_validation():
+    check_param_validation("DPHistogramSynthesizer", DPHistogramSynthesizer())

@@ -1,6 +1,7 @@
 """MSTSynthesizer: contract, zCDP budget split, tree recovery, consistency helpers, real-data 2-way error."""
 
 import math
+import pickle
 import sys
 import warnings
 from pathlib import Path
@@ -10,11 +11,12 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.utils.estimator_checks import check_estimator
+from sklearn.utils.estimator_checks import check_estimator, check_param_validation
 
 from skdpsynth import MSTSynthesizer, PrivacyBudgetError, TableSchema
-from skdpsynth.privacy import zcdp_to_approx_dp
-from skdpsynth.synthesizers._mst_estimation import project_simplex, project_table, sample_tree, tree_order
+from skdpsynth.privacy import NoiseSource, project_to_simplex, zcdp_to_approx_dp
+from skdpsynth.synthesizers._mst_estimation import project_table, sample_tree, tree_order
+from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils.estimator_checks import check_synthesizer
 
 
@@ -68,7 +70,7 @@ def test_budget_split_in_thirds_and_never_exceeded(epsilon):
     assert len([r for r in log if "selection" in r.target]) == 4  # d - 1 exponential-mechanism steps
     # every Gaussian noise scale matches its share: sigma = 1 / sqrt(2 rho_i)
     for r in log:
-        if r.mechanism == "gaussian":
+        if r.mechanism == "discrete gaussian":
             assert math.isclose(r.noise_scale, 1 / math.sqrt(2 * r.rho), rel_tol=1e-9)
             assert r.sensitivity == 1.0
     spent = est.privacy_spent_
@@ -145,7 +147,7 @@ def test_bad_input_fails_before_any_budget(mixed_frame, mixed_schema):
 @given(st.lists(st.floats(-50, 50), min_size=1, max_size=30), st.floats(0.1, 100))
 def test_project_simplex(values, total):
     x = np.array(values)
-    p = project_simplex(x, total)
+    p = project_to_simplex(x, total)
     assert (p >= 0).all()
     assert math.isclose(p.sum(), total, rel_tol=1e-9)
     # optimality: no feasible point of a random sample is closer
@@ -202,3 +204,79 @@ def test_single_column_spends_everything_on_its_marginal():
     assert math.isclose(rec.rho, est.rho_) and est.edges_ == []
     assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
     assert set(est.sample(50, random_state=0)["a"]) <= {"p", "q"}
+
+
+# ------------------------------------------------------------------------------------------ new core
+def _random_objects(obj, path="est", seen=None, depth=0):
+    """Paths of every NoiseSource, SeedSequence, Generator or BitGenerator reachable from ``obj``."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 8:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, (NoiseSource, np.random.SeedSequence, np.random.Generator, np.random.BitGenerator)):
+        return [path]
+    if isinstance(obj, dict):
+        items = [(f"{path}[{k!r}]", v) for k, v in obj.items()]
+    elif isinstance(obj, (list, tuple)):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        items = [(f"{path}.{k}", v) for k, v in vars(obj).items()]
+    else:
+        return []
+    return [p for sub, child in items for p in _random_objects(child, sub, seen, depth + 1)]
+
+
+def test_secure_fits_differ_and_keep_no_noise_state():
+    X = _chain(1000, np.random.default_rng(7))
+    a, b = (MSTSynthesizer(epsilon=1.0, schema=_CHAIN_SCHEMA, random_state=0).fit(X) for _ in range(2))
+    assert any(not np.array_equal(u, v) for u, v in zip(a.one_way_counts_, b.one_way_counts_))
+    assert a.privacy_spent_.publishable
+    for est in (a, pickle.loads(pickle.dumps(a))):
+        # the only generator is the sampling stream, derived from random_state alone (not from the noise)
+        assert _random_objects(est) == ["est._sample_rng_"]
+        assert est._sample_rng_.bit_generator.state == \
+            check_random_state(cohort_seed_sequence(0, -1)).bit_generator.state
+    seeded = [MSTSynthesizer(epsilon=1.0, schema=_CHAIN_SCHEMA, random_state=0, reproducible_noise=True).fit(X)
+              for _ in range(2)]
+    assert all(np.array_equal(u, v) for u, v in zip(seeded[0].one_way_counts_, seeded[1].one_way_counts_))
+    assert not seeded[0].privacy_spent_.publishable
+
+
+def test_released_statistics_are_noisy_integer_counts():
+    n = 4000
+    X = _chain(n, np.random.default_rng(8))
+    est = MSTSynthesizer(epsilon=1.0, schema=_CHAIN_SCHEMA, random_state=0).fit(X)
+    assert {r.mechanism for r in est.budget_log_} == {"discrete gaussian", "exponential (zCDP)"}
+    assert all(c.dtype == np.int64 for c in est.one_way_counts_)
+    assert all(t.dtype == np.int64 for t in est.two_way_counts_.values())
+    # n_estimate_ comes from the noisy 1-way totals (sigma ~ 22 per cell here) and is the default size
+    assert isinstance(est.n_estimate_, int) and abs(est.n_estimate_ - n) < 200
+    assert len(est.sample(random_state=0)) == est.n_estimate_
+
+
+def test_impossible_plan_is_refused_before_any_budget():
+    rng = np.random.default_rng(9)
+    X = pd.DataFrame({"u": rng.normal(size=300), "v": rng.normal(size=300)})
+    est = MSTSynthesizer(epsilon=1.0, delta=0.0)  # zCDP cannot be converted at delta = 0
+    with pytest.raises(PrivacyBudgetError, match="delta > 0"):
+        est.fit(X)
+    assert not hasattr(est, "budget_log_")
+
+
+@pytest.mark.filterwarnings("ignore:values outside the public bounds")
+def test_planned_cost_without_schema_is_what_the_model_spends():
+    """The up-front check (domain + model, before any spend) plans exactly what is then charged."""
+    rng = np.random.default_rng(10)
+    X = pd.DataFrame({"u": rng.normal(size=300), "v": rng.normal(size=300), "w": rng.normal(size=300)})
+    est = MSTSynthesizer(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    spent = est.privacy_spent_
+    assert spent.epsilon <= 1.0 + 1e-9 and spent.delta <= 1e-6 * (1 + 1e-9)
+    domain = [r for r in est.budget_log_ if r.kind != "zcdp"]
+    assert math.isclose(sum(r.epsilon for r in domain), 0.1, rel_tol=1e-9)
+    plan = est._planned_model_cost(X, 0.1, 1e-7)
+    assert len(plan) == len(est.budget_log_) - len(domain)
+    assert math.isclose(sum(r.rho for r in plan), est.rho_, rel_tol=1e-9)
+
+
+def test_parameter_validation():
+    check_param_validation("MSTSynthesizer", MSTSynthesizer())

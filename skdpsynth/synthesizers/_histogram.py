@@ -3,27 +3,43 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
+import pandas as pd
+from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
-from skdpsynth.base import BaseTabularSynthesizer
+from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import SchemaError
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._mechanisms import geometric_mechanism
-from skdpsynth.synthesizers._marginals import noisy_probabilities
+from skdpsynth.privacy import geometric_mechanism, project_to_simplex
+from skdpsynth.privacy._domain import column_kind_from_dtype
+from skdpsynth.schema import resolve_schema
 
 __all__ = ["DPHistogramSynthesizer"]
+
+
+def _least_cells(kind: str, n_bins: int) -> int:
+    """Fewest cells a column of this kind can get from a DP-estimated schema (always nullable).
+
+    Continuous and datetime columns get ``n_bins`` bins; an integer column at
+    least two values (its DP bounds differ) or ``n_bins`` bins; a boolean two
+    values; a categorical column at least one released category; plus the
+    missing cell.
+    """
+    value_cells = {"continuous": n_bins, "datetime": n_bins, "integer": min(2, n_bins), "boolean": 2}
+    return value_cells.get(kind, 1) + 1
 
 
 class DPHistogramSynthesizer(BaseTabularSynthesizer):
     """Full joint histogram over the public grid with two-sided geometric noise.
 
     Every cell of the cross product of the columns' public cells (missing cells
-    included) gets a noisy count; samples are drawn from the clipped,
-    normalised noisy table. It keeps every dependence the grid can express but
-    only works for few columns: the number of cells is the product of the
-    columns' cell counts, and the noise per cell does not shrink with it.
+    included) gets a noisy count; samples are drawn from the noisy table
+    projected onto the simplex and normalised. It keeps every dependence the
+    grid can express but only works for few columns: the number of cells is
+    the product of the columns' cell counts, and the noise per cell does not
+    shrink with it.
 
     Parameters
     ----------
@@ -44,7 +60,12 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
     cohort_composition : {"parallel", "sequential"}, default="parallel"
         How ``partial_fit`` cohorts compose ("parallel": they are different people).
     random_state : int, Generator or None, default=None
-        Seeds all randomness.
+        Seeds everything that is not privacy noise (sampling, positions inside
+        bins).
+    reproducible_noise : bool, default=False
+        Derive the privacy noise from ``random_state`` (tests and papers only:
+        such a release is not publishable). By default the noise comes from
+        fresh OS entropy and nothing can regenerate it.
 
     Attributes
     ----------
@@ -55,7 +76,9 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
     counts_ : ndarray of int64
         Noisy counts, summed over cohorts (flattened, C order over the columns).
     probabilities_ : ndarray of float
-        Clipped, normalised ``counts_``.
+        ``counts_`` projected onto the simplex and normalised.
+    n_estimate_ : int
+        The latest cohort's noisy total.
 
     Privacy
     -------
@@ -68,12 +91,20 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
     old one (each cohort is charged its own budget).
 
     The cell-count check runs before any budget is spent when ``schema`` is
-    given; without a schema the categories are only known after the DP domain
-    estimate, so a refusal then comes after the domain's share was spent.
+    given. Without a schema the categories are only known after the DP domain
+    estimate: a table that is too large whatever the categories is refused up
+    front; otherwise a refusal comes after the domain's share was spent.
     """
 
+    _parameter_constraints: dict = {
+        **BaseTabularSynthesizer._parameter_constraints,
+        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "max_cells": [Interval(Integral, 1, None, closed="left")],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
+
     def __init__(self, *, epsilon=1.0, delta=1e-6, schema=None, n_bins=8, max_cells=10_000_000, domain_share=0.1,
-                 cohort_composition="parallel", random_state=None):
+                 cohort_composition="parallel", random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
@@ -82,19 +113,26 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
         self.domain_share = domain_share
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
 
     def _check_input(self, X, y, reset):
-        if not (isinstance(self.n_bins, (int, np.integer)) and self.n_bins >= 1):
-            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}.")
-        if not (isinstance(self.max_cells, (int, np.integer)) and self.max_cells >= 1):
-            raise ValueError(f"max_cells must be a positive integer, got {self.max_cells!r}.")
-        frame = super()._check_input(X, y, reset)
-        from skdpsynth.base import resolve_schema
+        data = super()._check_input(X, y, reset)
+        if reset:  # refuse before any budget is spent
+            schema = resolve_schema(self.schema)
+            if schema is not None:
+                self._check_cells(PublicGrid(schema, self.n_bins))
+            elif self.epsilon is not None:
+                self._check_least_cells(data.frame)
+        return data
 
-        schema = resolve_schema(self.schema)
-        if schema is not None and reset:  # refuse before any budget is spent
-            self._check_cells(PublicGrid(schema, self.n_bins))
-        return frame
+    def _check_least_cells(self, frame: pd.DataFrame) -> None:
+        sizes = [_least_cells(column_kind_from_dtype(frame[c]), self.n_bins) for c in frame.columns]
+        if math.prod(sizes) > self.max_cells:
+            raise SchemaError(
+                f"DPHistogramSynthesizer: without a schema the joint table has at least {math.prod(sizes):.3g} "
+                f"cells (> max_cells={self.max_cells}) whatever the categories. Give a schema, drop or merge "
+                f"columns, lower n_bins (now {self.n_bins}), or use MSTSynthesizer / DPMarginalsSynthesizer."
+            )
 
     def _check_cells(self, grid: PublicGrid) -> int:
         sizes = [int(c) for c in grid.n_cells]
@@ -109,25 +147,27 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
             )
         return total
 
-    def _fit_table(self, X, accountant: BudgetAccountant, rngs, first):
-        if first:
+    def _fit_table(self, X, ctx: FitContext):
+        if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.n_cells_ = self._check_cells(self.grid_)
             self.counts_ = np.zeros(self.n_cells_, dtype=np.int64)
         codes = self.grid_.encode(X)
-        flat = np.ravel_multi_index(tuple(codes.T), tuple(int(c) for c in self.grid_.n_cells)) if codes.shape[1] else \
-            np.zeros(len(X), dtype=np.int64)
+        shape = tuple(int(c) for c in self.grid_.n_cells)
+        flat = np.ravel_multi_index(tuple(codes.T), shape) if codes.shape[1] else np.zeros(len(X), dtype=np.int64)
         exact = np.bincount(flat, minlength=self.n_cells_)
         target = f"joint histogram of {codes.shape[1]} columns ({self.n_cells_} cells)"
-        if not accountant.private:
-            accountant.spend(BudgetRecord("exact (non-private)", target, "none", epsilon=math.inf))
-            noisy = exact.astype(np.int64)
+        if ctx.accountant.private:
+            noisy = geometric_mechanism(exact, sensitivity=1.0, epsilon=ctx.accountant.remaining_epsilon(),
+                                        noise=ctx.noise, accountant=ctx.accountant, target=target)
         else:
-            eps_model = self.epsilon - sum(r.epsilon for r in accountant.records)
-            noisy = geometric_mechanism(exact, sensitivity=1.0, epsilon=eps_model, rng=rngs["noise"],
-                                        accountant=accountant, target=target)
+            ctx.accountant.declare_nonprivate(target)
+            noisy = exact.astype(np.int64)
+        self.n_estimate_ = max(int(noisy.sum()), 1)  # each person is in one cell: the noisy total estimates n
         self.counts_ = self.counts_ + noisy
-        self.probabilities_ = noisy_probabilities(self.counts_)
+        probs = project_to_simplex(self.counts_)
+        total = probs.sum()
+        self.probabilities_ = probs / total if total > 0 else np.full(self.n_cells_, 1.0 / self.n_cells_)
 
     def _sample_table(self, n_samples, rng):
         flat = rng.choice(self.n_cells_, size=n_samples, p=self.probabilities_)

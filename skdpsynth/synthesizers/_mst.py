@@ -8,35 +8,74 @@ tree needs (no junction-tree inference), and sampling runs root to leaves.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
+import pandas as pd
+from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
-from skdpsynth.base import BaseTabularSynthesizer
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._mechanisms import gaussian_mechanism
-from skdpsynth.synthesizers._mst_estimation import (
-    combine_one_way,
-    project_table,
-    sample_tree,
-    tree_order,
+from skdpsynth.base import BaseTabularSynthesizer, FitContext
+from skdpsynth.exceptions import PrivacyBudgetError
+from skdpsynth.privacy import (
+    BudgetRecord,
+    approx_dp_to_zcdp,
+    discrete_gaussian_mechanism,
+    exponential_mechanism_zcdp,
+    project_to_simplex,
 )
+from skdpsynth.synthesizers._mst_estimation import estimate_tree_model, sample_tree
 
 __all__ = ["MSTSynthesizer"]
+
+
+def budget_split(rho: float, d: int, select: bool) -> tuple[float, float, float]:
+    """Total rho of the 1-way marginals, the tree selection and the 2-way marginals.
+
+    Thirds when the tree is selected; halves between the two measurements
+    otherwise (``d = 2`` or a later cohort); everything on the marginal when
+    ``d = 1``.
+    """
+    if d == 1:
+        return rho, 0.0, 0.0
+    if select:
+        return rho / 3, rho / 3, rho / 3
+    return rho / 2, 0.0, rho / 2
+
+
+def planned_records(d: int, rho: float, select: bool) -> list[BudgetRecord]:
+    """The zCDP records a cohort of ``d`` columns will charge with ``rho`` (for the up-front check)."""
+    if not rho > 0:
+        raise PrivacyBudgetError("MSTSynthesizer: no zCDP budget is left for the model; raise epsilon or delta.")
+    r1, rs, r2 = budget_split(rho, d, select)
+    records = [BudgetRecord("discrete gaussian", "1-way marginal", "zcdp", rho=r1 / d)] * d
+    if rs > 0:
+        records += [BudgetRecord("exponential (zCDP)", "MST tree selection", "zcdp", rho=rs / (d - 1))] * (d - 1)
+    if r2 > 0:
+        records += [BudgetRecord("discrete gaussian", "2-way marginal", "zcdp", rho=r2 / (d - 1))] * (d - 1)
+    return records
+
+
+def _probabilities(counts: np.ndarray) -> np.ndarray:
+    """Noisy counts projected onto the simplex and normalised (uniform when nothing survives)."""
+    p = project_to_simplex(counts)
+    s = p.sum()
+    return p / s if s > 0 else np.full(len(p), 1.0 / len(p))
 
 
 class MSTSynthesizer(BaseTabularSynthesizer):
     """Maximum-spanning-tree synthesizer (McKenna, Miklau & Sheldon 2021), zCDP.
 
-    1. Measure every 1-way marginal on the public grid with Gaussian noise
-       (``rho / 3``); merge each column's cells whose noisy count is below
+    1. Measure every 1-way marginal on the public grid with discrete Gaussian
+       noise (``rho / 3``); merge each column's cells whose noisy count is below
        ``3 sigma`` into one "rare" cell (as MST's domain compression).
     2. Select ``d - 1`` pairs forming a spanning tree: Kruskal's algorithm where
        each step draws, by the exponential mechanism (``rho / 3`` over the
        steps), a pair joining two components, scored by the L1 distance between
        the pair's exact 2-way counts and the independent estimate from the
        noisy 1-way marginals.
-    3. Measure the selected 2-way marginals with Gaussian noise (``rho / 3``).
+    3. Measure the selected 2-way marginals with discrete Gaussian noise
+       (``rho / 3``).
     4. Estimate a consistent tree model: inverse-variance combination of every
        estimate of each 1-way marginal, projected onto the non-negative
        simplex; each edge's noisy table projected (least squares, Dykstra) onto
@@ -50,7 +89,8 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         spanning tree (not private).
     delta : float, default=1e-9
         The zCDP spend is converted to (epsilon, delta) at this delta (minus
-        the domain's share when ``schema`` is None).
+        the domain's share when ``schema`` is None); must be > 0 when
+        ``epsilon`` is set.
     schema : TableSchema, dict, path or None, default=None
         Public domain; estimated under DP with ``domain_share`` of the budget when None.
     n_bins : int, default=32
@@ -64,20 +104,39 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     cohort_composition : {"parallel", "sequential"}, default="parallel"
         How ``partial_fit`` cohorts compose.
     random_state : int, Generator or None, default=None
-        Seeds all randomness.
+        Seeds everything that is not privacy noise (sampling, positions inside
+        bins).
+    reproducible_noise : bool, default=False
+        Derive the privacy noise from ``random_state`` (tests and papers only:
+        such a release is not publishable). By default the noise comes from
+        fresh OS entropy and nothing can regenerate it.
 
     Attributes
     ----------
     grid_ : PublicGrid
         Cells of every column.
+    maps_ : list of ndarray
+        For every column, the compressed cell of each grid cell.
+    merged_ : list of ndarray
+        For every column, the grid cells merged into its "rare" cell.
     edges_ : list of (int, int)
         The selected tree (column indices).
+    one_way_counts_ : list of ndarray of int64
+        Noisy 1-way counts on the full grid, summed over cohorts.
+    one_way_var_ : ndarray of float
+        Per-cell noise variance of each column's ``one_way_counts_``.
+    two_way_counts_ : dict of (int, int) to ndarray of int64
+        Noisy 2-way counts of the edges on compressed cells, summed over cohorts.
+    two_way_var_ : dict of (int, int) to float
+        Their per-cell noise variance.
     one_way_ : list of ndarray
         Consistent 1-way probabilities on the compressed cells.
     conditionals_ : dict
         ``{(parent, child): P(child | parent)}`` on compressed cells.
     rho_ : float
         zCDP spent by the model in the first cohort.
+    n_estimate_ : int
+        Inverse-variance mean of the latest cohort's noisy 1-way totals.
 
     Privacy
     -------
@@ -85,28 +144,37 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     zCDP budget left after the domain (converted from ``epsilon`` at ``delta``):
 
     * 1-way marginals: each histogram has L2 sensitivity 1; each of the ``d``
-      gets ``rho / (3 d)`` (Gaussian, ``sigma = sqrt(3 d / (2 rho))``).
+      gets ``rho / (3 d)`` (discrete Gaussian, ``sigma = sqrt(3 d / (2 rho))``).
     * Selection: the score of a pair, ``||M_ij(D) - M_ij(est)||_1`` with
       ``est`` built from the already released noisy 1-way marginals, changes by
       at most 1 when one person is added or removed (one cell of ``M_ij(D)``
       moves by 1), so the utility sensitivity is 1. Each of the ``d - 1``
-      exponential-mechanism steps uses ``eps_s = sqrt(8 (rho/3) / (d - 1))``
-      and is charged ``eps_s^2 / 8`` zCDP (bounded-range analysis, Cesar &
-      Rogers 2021). When ``d <= 2`` there is one possible tree and no selection;
-      the budget is then split in halves between the two measurements (all of
-      it goes to the marginal when ``d = 1``).
+      exponential-mechanism steps is charged ``rho / (3 (d - 1))`` zCDP
+      (:func:`~skdpsynth.privacy.exponential_mechanism_zcdp`, bounded-range
+      analysis of Cesar & Rogers 2021). When ``d <= 2`` there is one possible
+      tree and no selection; the budget is then split in halves between the
+      two measurements (all of it goes to the marginal when ``d = 1``).
     * 2-way marginals: L2 sensitivity 1 each; each of the ``d - 1`` gets
       ``rho / (3 (d - 1))``.
 
     Everything composes by adding rho; the total is converted once (Canonne,
-    Kamath & Steinke 2020). Estimation and sampling are post-processing.
-    ``partial_fit`` keeps the first cohort's tree and compression and measures
-    the same 1-way and 2-way marginals on the new cohort with half of its budget
-    each; counts of different cohorts add up (each cohort pays its own budget).
+    Kamath & Steinke 2020). The whole cost (domain included) is checked
+    against the budget before anything is spent. Every released number is an
+    integer noisy count or post-processing of such counts. ``partial_fit``
+    keeps the first cohort's tree and compression and measures the same 1-way
+    and 2-way marginals on the new cohort with half of its budget each; counts
+    of different cohorts add up (each cohort pays its own budget).
     """
 
+    _parameter_constraints: dict = {
+        **BaseTabularSynthesizer._parameter_constraints,
+        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "compress": ["boolean"],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
+
     def __init__(self, *, epsilon=1.0, delta=1e-9, schema=None, n_bins=32, compress=True, domain_share=0.1,
-                 cohort_composition="parallel", random_state=None):
+                 cohort_composition="parallel", random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
@@ -115,87 +183,95 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         self.domain_share = domain_share
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
 
-    # -- fitting ------------------------------------------------------------------
+    # -- planning -----------------------------------------------------------------
     def _check_input(self, X, y, reset):
-        if not (isinstance(self.n_bins, (int, np.integer)) and self.n_bins >= 1):
-            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}.")
+        if self.epsilon is not None and self.delta <= 0:
+            raise PrivacyBudgetError(
+                "MSTSynthesizer measures under zCDP, which gives (epsilon, delta)-DP only with delta > 0; "
+                "set delta (e.g. 1e-9)."
+            )
         return super()._check_input(X, y, reset)
 
-    def _fit_table(self, X, accountant: BudgetAccountant, rngs, first):
-        if first:
+    def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
+        d = X.shape[1]
+        rho = approx_dp_to_zcdp(self.epsilon - eps_dom, self.delta - delta_dom)
+        return planned_records(d, rho, select=d > 2)
+
+    # -- fitting ------------------------------------------------------------------
+    def _fit_table(self, X, ctx: FitContext):
+        if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
         codes = self.grid_.encode(X)
         d = codes.shape[1]
-        sizes = [int(c) for c in self.grid_.n_cells]
-        private = accountant.private
-        if private:
-            spent_pure = sum(r.epsilon for r in accountant.records if r.kind in ("pure", "approx"))
-            rho = accountant.remaining_rho(spent_pure=spent_pure)
-            if rho <= 0:
-                raise ValueError("MSTSynthesizer: no zCDP budget left after the domain estimate.")
-            select = first and d > 2
-            rho1 = rho / 3 if select else rho / 2
-            rho2 = rho / 3 if select else rho / 2
-            rho_sel = rho / 3 if select else 0.0
-            if d == 1:  # no pair to measure: everything on the single marginal
-                rho1 = rho
-        noise = rngs["noise"]
+        select = ctx.first and d > 2
+        rho = None
+        if ctx.accountant.private:
+            rho = ctx.accountant.remaining_rho()
+            ctx.accountant.require(planned_records(d, rho, select), what="MSTSynthesizer's model")
+        r1, rs, r2 = budget_split(rho, d, select) if rho is not None else (None, None, None)
 
-        # 1. one-way marginals on the full grid
-        y1, var1 = [], []
-        for j in range(d):
-            exact = np.bincount(codes[:, j], minlength=sizes[j]).astype(float)
-            target = f"1-way marginal of {self.grid_.columns[j].spec.name!r}"
-            if private:
-                noisy = gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho1 / d, rng=noise, accountant=accountant,
-                                           target=target)
-                v = 1.0 / (2 * rho1 / d)
-            else:
-                accountant.spend(BudgetRecord("exact (non-private)", target, "none", epsilon=math.inf))
-                noisy, v = exact, 0.0
-            y1.append(noisy)
-            var1.append(v)
-
-        if first:
-            self._init_compression(y1, var1, private)
-            self._y1 = [np.zeros(len(m)) for m in self.maps_]
-            self._v1 = [np.zeros(len(m)) for m in self.maps_]
+        noisy_1, var_1 = self._measure_one_way(codes, r1, ctx)
+        self.n_estimate_ = self._cohort_size(noisy_1, var_1)
+        if ctx.first:
+            self._init_compression(noisy_1, var_1, private=rho is not None)
+            self.one_way_counts_ = [np.zeros(len(m), dtype=np.int64) for m in self.maps_]
+            self.one_way_var_ = np.zeros(d)
+        self.one_way_counts_ = [a + b for a, b in zip(self.one_way_counts_, noisy_1)]
+        self.one_way_var_ = self.one_way_var_ + var_1
         comp = [self.maps_[j][codes[:, j]] for j in range(d)]
         csizes = [int(m.max()) + 1 for m in self.maps_]
-        for j in range(d):
-            self._y1[j] = self._y1[j] + y1[j]
-            self._v1[j] = self._v1[j] + var1[j]
 
-        # 2. select the tree (first cohort only)
-        if first:
-            self.edges_ = self._select(comp, csizes, d, rho_sel if private else None, accountant, noise)
-            self._y2 = {e: np.zeros((csizes[e[0]], csizes[e[1]])) for e in self.edges_}
-            self._v2 = {e: 0.0 for e in self.edges_}
-
-        # 3. two-way marginals of the tree's edges
-        n_edges = len(self.edges_)
-        for a, b in self.edges_:
-            flat = comp[a] * csizes[b] + comp[b]
-            exact = np.bincount(flat, minlength=csizes[a] * csizes[b]).astype(float).reshape(csizes[a], csizes[b])
-            target = (f"2-way marginal of ({self.grid_.columns[a].spec.name!r}, "
-                      f"{self.grid_.columns[b].spec.name!r})")
-            if private:
-                noisy = gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho2 / n_edges, rng=noise,
-                                           accountant=accountant, target=target)
-                v = 1.0 / (2 * rho2 / n_edges)
-            else:
-                accountant.spend(BudgetRecord("exact (non-private)", target, "none", epsilon=math.inf))
-                noisy, v = exact, 0.0
-            self._y2[(a, b)] = self._y2[(a, b)] + noisy
-            self._v2[(a, b)] = self._v2[(a, b)] + v
-        if first and private:
-            self.rho_ = rho
-        elif first:
-            self.rho_ = math.inf
+        if ctx.first:
+            self.edges_ = self._select(comp, csizes, rs / (d - 1) if rs else None, ctx) if select else (
+                [(0, 1)] if d == 2 else [])
+            self.two_way_counts_ = {e: np.zeros((csizes[e[0]], csizes[e[1]]), dtype=np.int64) for e in self.edges_}
+            self.two_way_var_ = {e: 0.0 for e in self.edges_}
+            self.rho_ = math.inf if rho is None else rho
+        self._measure_two_way(comp, csizes, r2 / len(self.edges_) if r2 else None, ctx)
         self._estimate(csizes)
 
-    def _init_compression(self, y1, var1, private):
+    def _measure(self, exact: np.ndarray, rho: float | None, target: str, ctx: FitContext) -> tuple[np.ndarray, float]:
+        """Noisy integer counts and their per-cell variance (exact counts, variance 0, when not private)."""
+        if rho is None:
+            ctx.accountant.declare_nonprivate(target)
+            return exact.astype(np.int64), 0.0
+        noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho, noise=ctx.noise,
+                                            accountant=ctx.accountant, target=target)
+        return noisy, 1.0 / (2.0 * rho)
+
+    def _measure_one_way(self, codes: np.ndarray, rho_total: float | None, ctx: FitContext
+                         ) -> tuple[list[np.ndarray], np.ndarray]:
+        d = codes.shape[1]
+        rho = None if rho_total is None else rho_total / d
+        noisy, var = [], []
+        for j, g in enumerate(self.grid_.columns):
+            exact = np.bincount(codes[:, j], minlength=g.n_cells)
+            y, v = self._measure(exact, rho, f"1-way marginal of {g.spec.name!r}", ctx)
+            noisy.append(y)
+            var.append(v)
+        return noisy, np.array(var)
+
+    def _measure_two_way(self, comp: list[np.ndarray], csizes: list[int], rho: float | None, ctx: FitContext):
+        names = [g.spec.name for g in self.grid_.columns]
+        for a, b in self.edges_:
+            flat = comp[a] * csizes[b] + comp[b]
+            exact = np.bincount(flat, minlength=csizes[a] * csizes[b]).reshape(csizes[a], csizes[b])
+            y, v = self._measure(exact, rho, f"2-way marginal of ({names[a]!r}, {names[b]!r})", ctx)
+            self.two_way_counts_[(a, b)] = self.two_way_counts_[(a, b)] + y
+            self.two_way_var_[(a, b)] = self.two_way_var_[(a, b)] + v
+
+    @staticmethod
+    def _cohort_size(noisy: list[np.ndarray], var: np.ndarray) -> int:
+        """Inverse-variance mean of the noisy 1-way totals (a column's total has variance cells x var)."""
+        totals = np.array([y.sum() for y in noisy], dtype=float)
+        if np.any(var <= 0):
+            return max(int(round(totals.mean())), 1)
+        w = 1.0 / (var * np.array([len(y) for y in noisy]))
+        return max(int(round(float(np.sum(w * totals) / np.sum(w)))), 1)
+
+    def _init_compression(self, y1: list[np.ndarray], var1: np.ndarray, private: bool):
         """Map full-grid cells to compressed cells (cells with noisy count < 3 sigma merged into the last one)."""
         self.maps_ = []
         self.merged_ = []
@@ -210,25 +286,23 @@ class MSTSynthesizer(BaseTabularSynthesizer):
             self.maps_.append(mapping)
             self.merged_.append(np.flatnonzero(~keep))
 
-    def _select(self, comp, csizes, d, rho_sel, accountant, rng):
-        """Kruskal with exponential-mechanism steps; returns edges (parent-agnostic pairs)."""
-        if d < 2:
-            return []
-        if d == 2:
-            return [(0, 1)]
-        one = []
-        for j in range(d):
-            y = np.bincount(self.maps_[j], weights=self._y1[j], minlength=csizes[j])
-            one.append(np.clip(y, 0, None))
-        totals = np.array([o.sum() for o in one])
-        n_hat = max(float(np.median(totals)), 1.0)
-        probs = [o / o.sum() if o.sum() > 0 else np.full(len(o), 1.0 / len(o)) for o in one]
+    def _compressed_one_way(self, csizes: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Noisy 1-way counts and per-cell variances on the compressed cells (merged cells add up)."""
+        counts = [np.bincount(m, weights=y, minlength=c) for m, y, c in zip(self.maps_, self.one_way_counts_, csizes)]
+        var = [v * np.bincount(m, minlength=c) for m, v, c in zip(self.maps_, self.one_way_var_, csizes)]
+        return counts, var
+
+    def _select(self, comp: list[np.ndarray], csizes: list[int], rho_step: float | None, ctx: FitContext):
+        """Kruskal with exponential-mechanism steps (exact argmax when not private); returns the edges."""
+        d = len(comp)
+        one, _ = self._compressed_one_way(csizes)
+        probs = [_probabilities(o) for o in one]
         pairs = [(a, b) for a in range(d) for b in range(a + 1, d)]
         scores = np.empty(len(pairs))
         for i, (a, b) in enumerate(pairs):
             flat = comp[a] * csizes[b] + comp[b]
             exact = np.bincount(flat, minlength=csizes[a] * csizes[b]).reshape(csizes[a], csizes[b])
-            scores[i] = np.abs(exact - n_hat * np.outer(probs[a], probs[b])).sum()
+            scores[i] = np.abs(exact - self.n_estimate_ * np.outer(probs[a], probs[b])).sum()
         parent = list(range(d))
 
         def find(x):
@@ -237,68 +311,26 @@ class MSTSynthesizer(BaseTabularSynthesizer):
                 x = parent[x]
             return x
 
-        steps = d - 1
-        eps_s = math.sqrt(8 * rho_sel / steps) if rho_sel is not None else None
         pairs_arr = np.array(pairs)
         chosen = []
-        for step in range(steps):
+        for step in range(d - 1):
             roots = np.array([find(x) for x in range(d)])
-            ok = roots[pairs_arr[:, 0]] != roots[pairs_arr[:, 1]]
-            idx = np.flatnonzero(ok)
-            if eps_s is None:
+            idx = np.flatnonzero(roots[pairs_arr[:, 0]] != roots[pairs_arr[:, 1]])
+            if rho_step is None:
                 pick = idx[int(np.argmax(scores[idx]))]
             else:
-                pick = idx[self._exp_mech(scores[idx], eps_s, accountant, rng, step)]
+                pick = idx[exponential_mechanism_zcdp(scores[idx], sensitivity=1.0, rho=rho_step, noise=ctx.noise,
+                                                      accountant=ctx.accountant,
+                                                      target=f"MST tree selection step {step + 1}")]
             a, b = pairs[pick]
             parent[find(a)] = find(b)
             chosen.append((a, b))
         return chosen
 
-    @staticmethod
-    def _exp_mech(utilities, eps, accountant, rng, step):
-        """Exponential mechanism (Gumbel-max), utility sensitivity 1, charged eps^2/8 zCDP."""
-        accountant.spend(BudgetRecord(
-            "exponential", f"MST tree selection step {step + 1}", "zcdp", rho=eps ** 2 / 8, sensitivity=1.0,
-            noise_scale=2.0 / eps, details={"epsilon_em": eps, "analysis": "bounded range: eps^2/8 zCDP"}))
-        logits = eps * (utilities - utilities.max()) / 2.0
-        return int(np.argmax(logits + rng.gumbel(size=len(utilities))))
-
-    def _estimate(self, csizes):
-        d = len(csizes)
-        edges = self.edges_
-        # 1-way on compressed cells: sum the merged cells' measurements
-        y1c = [np.bincount(self.maps_[j], weights=self._y1[j], minlength=csizes[j]) for j in range(d)]
-        v1c = [np.bincount(self.maps_[j], weights=self._v1[j], minlength=csizes[j]) for j in range(d)]
-        from_edges = {j: [] for j in range(d)}
-        for a, b in edges:
-            t, v = self._y2[(a, b)], self._v2[(a, b)]
-            from_edges[a].append((t.sum(axis=1), v * csizes[b]))
-            from_edges[b].append((t.sum(axis=0), v * csizes[a]))
-        # total count: inverse-variance mean of every marginal's total
-        tot, w = [], []
-        for j in range(d):
-            tot.append(y1c[j].sum())
-            w.append(v1c[j].sum())
-        for a, b in edges:
-            tot.append(self._y2[(a, b)].sum())
-            w.append(self._v2[(a, b)] * csizes[a] * csizes[b])
-        tot, w = np.array(tot), np.array(w)
-        if np.any(w == 0):
-            n_hat = float(tot[w == 0].mean())
-        else:
-            n_hat = float(np.sum(tot / w) / np.sum(1 / w))
-        n_hat = max(n_hat, 1.0)
-        self.n_hat_ = n_hat
-        self.one_way_ = [combine_one_way(y1c[j], v1c[j], from_edges[j], n_hat) for j in range(d)]
-        self.conditionals_ = {}
-        self.order_ = tree_order(d, edges)
-        for parent, child in self.order_[1]:
-            key = (parent, child) if (parent, child) in self._y2 else (child, parent)
-            table = self._y2[key] if key == (parent, child) else self._y2[key].T
-            fitted = project_table(table, n_hat * self.one_way_[parent], n_hat * self.one_way_[child])
-            rows = fitted.sum(axis=1, keepdims=True)
-            cond = np.where(rows > 0, fitted / np.where(rows > 0, rows, 1.0), self.one_way_[child][None, :])
-            self.conditionals_[(parent, child)] = cond / cond.sum(axis=1, keepdims=True)
+    def _estimate(self, csizes: list[int]):
+        one, var = self._compressed_one_way(csizes)
+        two = {e: t.astype(float) for e, t in self.two_way_counts_.items()}
+        _, self.one_way_, self.order_, self.conditionals_ = estimate_tree_model(one, var, two, self.two_way_var_)
 
     # -- sampling -----------------------------------------------------------------
     def _sample_table(self, n_samples, rng):

@@ -10,21 +10,9 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["project_simplex", "combine_one_way", "project_table", "tree_order", "sample_tree"]
+from skdpsynth.privacy import project_to_simplex
 
-
-def project_simplex(x: np.ndarray, total: float = 1.0) -> np.ndarray:
-    """Euclidean projection of ``x`` onto ``{p >= 0, sum(p) = total}`` (sort-based, exact)."""
-    x = np.asarray(x, dtype=float)
-    if x.size == 0:
-        return x
-    u = np.sort(x)[::-1]
-    css = np.cumsum(u) - total
-    ind = np.arange(1, x.size + 1)
-    cond = u - css / ind > 0
-    r = ind[cond][-1]
-    theta = css[cond][-1] / r
-    return np.maximum(x - theta, 0.0)
+__all__ = ["combine_one_way", "estimate_tree_model", "project_table", "tree_order", "sample_tree"]
 
 
 def combine_one_way(y: np.ndarray, var: np.ndarray, others: list[tuple[np.ndarray, float]], n_hat: float
@@ -53,7 +41,7 @@ def combine_one_way(y: np.ndarray, var: np.ndarray, others: list[tuple[np.ndarra
     else:
         w = 1.0 / np.maximum(variances, 1e-12)
         combined = (values * w).sum(0) / w.sum(0)
-    p = project_simplex(combined, n_hat)
+    p = project_to_simplex(combined, n_hat)
     s = p.sum()
     return p / s if s > 0 else np.full(len(p), 1.0 / len(p))
 
@@ -143,3 +131,68 @@ def sample_tree(n: int, order: tuple[list[int], list[tuple[int, int]]], one_way:
         rows = cdf[codes[:, parent]]
         codes[:, child] = np.minimum((u[:, None] > rows).sum(axis=1), cdf.shape[1] - 1)
     return codes
+
+
+def _inverse_variance_mean(values: list[float], variances: list[float]) -> float:
+    """Inverse-variance weighted mean (exact values, variance 0, win outright), at least 1."""
+    values, variances = np.asarray(values, float), np.asarray(variances, float)
+    exact = variances <= 0
+    if exact.any():
+        return max(float(values[exact].mean()), 1.0)
+    return max(float(np.sum(values / variances) / np.sum(1.0 / variances)), 1.0)
+
+
+def estimate_tree_model(one_way: list[np.ndarray], one_way_var: list[np.ndarray],
+                        two_way: dict[tuple[int, int], np.ndarray], two_way_var: dict[tuple[int, int], float]
+                        ) -> tuple[float, list[np.ndarray], tuple[list[int], list[tuple[int, int]]], dict]:
+    """A consistent tree model from noisy measurements on compressed cells (post-processing).
+
+    The number of people is the inverse-variance mean of every measurement's
+    total; each column's probabilities combine its own marginal with the
+    margins of its edges (:func:`combine_one_way`); each edge's table is
+    projected onto non-negative tables with those margins
+    (:func:`project_table`) and turned into ``P(child | parent)``.
+
+    Parameters
+    ----------
+    one_way : list of ndarray
+        Noisy counts of each column on its compressed cells.
+    one_way_var : list of ndarray
+        Their per-cell variances (0 for exact counts).
+    two_way : dict of (int, int) to ndarray
+        Noisy table of each tree edge ``(a, b)`` (rows: cells of ``a``).
+    two_way_var : dict of (int, int) to float
+        Per-cell variance of each table.
+
+    Returns
+    -------
+    n_hat : float
+        Estimated number of people.
+    probabilities : list of ndarray
+        Consistent 1-way probabilities.
+    order : (list of int, list of (int, int))
+        Roots and (parent, child) pairs in breadth-first order (:func:`tree_order`).
+    conditionals : dict of (int, int) to ndarray
+        ``P(child | parent)``, one row per parent cell.
+    """
+    d = len(one_way)
+    from_edges: dict[int, list] = {j: [] for j in range(d)}
+    totals = [float(np.sum(y)) for y in one_way]
+    variances = [float(np.sum(v)) for v in one_way_var]
+    for (a, b), table in two_way.items():
+        v = two_way_var[(a, b)]
+        from_edges[a].append((table.sum(axis=1), v * table.shape[1]))
+        from_edges[b].append((table.sum(axis=0), v * table.shape[0]))
+        totals.append(float(table.sum()))
+        variances.append(v * table.size)
+    n_hat = _inverse_variance_mean(totals, variances)
+    probs = [combine_one_way(one_way[j], one_way_var[j], from_edges[j], n_hat) for j in range(d)]
+    order = tree_order(d, list(two_way))
+    conditionals = {}
+    for parent, child in order[1]:
+        table = two_way[(parent, child)] if (parent, child) in two_way else two_way[(child, parent)].T
+        fitted = project_table(table, n_hat * probs[parent], n_hat * probs[child])
+        rows = fitted.sum(axis=1, keepdims=True)
+        cond = np.where(rows > 0, fitted / np.where(rows > 0, rows, 1.0), probs[child][None, :])
+        conditionals[(parent, child)] = cond / cond.sum(axis=1, keepdims=True)
+    return n_hat, probs, order, conditionals
