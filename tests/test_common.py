@@ -49,6 +49,8 @@ EXPECTED_FAILED = {
 }
 _CAPS = "needs a labelled learner table with its target column, not a numeric 2-D array"
 EXPECTED_FAILED["CAPSSynthesizer"] = {name: _CAPS for name in EXPECTED_FAILED["DPMarkovSynthesizer"]}
+EXPECTED_FAILED["DPHistogramSynthesizer"] = {
+    "check_dtype_object": "10 object columns of 9+ cells each exceed max_cells: refused before any spend, by design"}
 
 
 def _cases(private_only: bool = False):
