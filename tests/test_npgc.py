@@ -1,6 +1,7 @@
 """NPGCSynthesizer: contract, privacy accounting, statistical recovery, round trips, bad input."""
 
 import math
+import pickle
 import warnings
 from itertools import combinations
 
@@ -12,15 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import check_estimator
+from sklearn.utils.estimator_checks import check_estimator, check_param_validation
 
 from skdpsynth import NPGCSynthesizer, PrivacyBudgetError, SchemaError, TableSchema
-from skdpsynth.synthesizers._npgc import (
+from skdpsynth.privacy import NoiseSource, project_to_simplex
+from skdpsynth.synthesizers._npgc import build_cells
+from skdpsynth.synthesizers._npgc_dependence import (
+    all_pairs_concordance,
     all_pairs_tau_a,
-    build_cells,
     kendall_tau_a,
     nearest_correlation,
-    project_to_simplex,
+    public_numerator,
 )
 from skdpsynth.utils.estimator_checks import check_synthesizer
 
@@ -61,6 +64,11 @@ def test_sklearn_check_estimator():
         check_estimator(NPGCSynthesizer(random_state=0))
 
 
+def test_parameter_constraints_cover_exactly_the_parameters():
+    check_param_validation("NPGCSynthesizer", NPGCSynthesizer(random_state=0))
+    assert set(NPGCSynthesizer._parameter_constraints) == set(NPGCSynthesizer().get_params())
+
+
 @pytest.mark.parametrize("epsilon", [1.0, None])
 def test_synthesizer_checks(mixed_frame, mixed_schema, epsilon):
     check_synthesizer(NPGCSynthesizer(epsilon=epsilon, schema=mixed_schema, random_state=0), mixed_frame)
@@ -82,7 +90,7 @@ def test_budget_never_exceeded_and_explained(mixed_frame, mixed_schema, epsilon)
     synth = NPGCSynthesizer(epsilon=epsilon, delta=1e-6, schema=mixed_schema, random_state=0).fit(mixed_frame)
     log = synth.budget_log_
     # one record per mechanism: marginals (all columns at once) and the tau vector
-    assert [r.mechanism for r in log] == ["gaussian", "gaussian"]
+    assert [r.mechanism for r in log] == ["discrete gaussian", "discrete gaussian"]
     assert all(r.kind == "zcdp" and r.rho > 0 for r in log)
     assert "histograms of all 5 columns" in log[0].target and "Kendall's tau of all 10 column pairs" in log[1].target
     assert log[0].sensitivity == pytest.approx(math.sqrt(5))
@@ -98,13 +106,15 @@ def test_tau_sensitivity_matches_public_size(mixed_frame, mixed_schema):
     synth = NPGCSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
     rec = synth.budget_log_[1]
     a = int(rec.target.split("at least ")[1].split(" ")[0])
-    assert rec.sensitivity == pytest.approx(math.sqrt(10) * 4 / a)
+    # integer numerator on C(a, 2) pairs: 2 (a - 1) per pair, i.e. 4 / a per pair on the tau scale
+    assert rec.sensitivity == pytest.approx(math.sqrt(10) * 2 * (a - 1))
+    assert rec.sensitivity / math.comb(a, 2) == pytest.approx(math.sqrt(10) * 4 / a)
     assert 400 < a <= len(mixed_frame) + 50  # a is a high-probability lower bound on n = 600
 
 
 def test_pure_dp_with_delta_zero(mixed_frame, mixed_schema):
     synth = NPGCSynthesizer(epsilon=1.0, delta=0.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
-    assert [(r.mechanism, r.kind) for r in synth.budget_log_] == [("geometric", "pure"), ("laplace", "pure")]
+    assert [(r.mechanism, r.kind) for r in synth.budget_log_] == [("geometric", "pure"), ("geometric", "pure")]
     assert synth.budget_log_[0].sensitivity == 5.0  # L1: one cell of each of the 5 histograms
     assert synth.privacy_spent_.epsilon == pytest.approx(1.0)
     assert synth.privacy_spent_.delta == 0.0
@@ -115,7 +125,7 @@ def test_domain_estimated_under_dp_is_charged(mixed_frame):
         warnings.simplefilter("ignore", UserWarning)
         synth = NPGCSynthesizer(epsilon=10.0, domain_share=0.5, random_state=0).fit(mixed_frame)
     kinds = [r.mechanism for r in synth.budget_log_]
-    assert kinds[-2:] == ["gaussian", "gaussian"] and len(kinds) > 2  # domain records come first
+    assert kinds[-2:] == ["discrete gaussian", "discrete gaussian"] and len(kinds) > 2  # domain records come first
     assert synth.privacy_spent_.epsilon <= 10.0 * (1 + 1e-9)
     assert synth.privacy_spent_.epsilon >= 9.9
     assert synth.privacy_spent_.delta <= 1e-6 * (1 + 1e-9)
@@ -155,6 +165,48 @@ def test_padded_tau_sensitivity_bound(rows, extra, a):
     assert abs(t1 - t2) <= 4.0 / a + 1e-12
 
 
+def _numerator(x, y, a, cells=(5, 4)):
+    codes = np.column_stack([x, y])
+    m = max(len(x), a)
+    return int(public_numerator(all_pairs_concordance(codes, np.array(cells), pad=m - len(x)), m, a)[0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), min_size=1, max_size=40),
+    extra=st.tuples(st.integers(0, 4), st.integers(0, 3)),
+    a=st.integers(2, 30),
+)
+def test_released_numerator_sensitivity_bound(rows, extra, a):
+    """The integer released for each pair moves by at most 2 (a - 1) when one person is added (both regimes)."""
+    x = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows])
+    q1 = _numerator(x, y, a)
+    q2 = _numerator(np.append(x, extra[0]), np.append(y, extra[1]), a)
+    assert abs(q1 - q2) <= 2 * (a - 1)
+    if len(x) <= a:  # padded to exactly a people: the numerator is the padded concordant-minus-discordant count
+        xp, yp = np.append(x, np.zeros(a - len(x), int)), np.append(y, np.zeros(a - len(x), int))
+        assert q1 == round(_tau_brute(xp, yp) * math.comb(a, 2))
+
+
+def test_released_numerator_bound_is_tight():
+    a = 12
+    x, y = np.ones(a - 1, int), np.ones(a - 1, int)  # a - 1 people at (1, 1) and one dummy at (0, 0)
+    assert _numerator(np.append(x, 2), np.append(y, 0), a) - _numerator(x, y, a) == -2 * (a - 1)
+
+
+def test_public_size_and_n_estimate_come_from_released_counts(mixed_frame, mixed_schema):
+    synth = NPGCSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
+    counts = synth.cell_counts_
+    assert all(np.issubdtype(c.dtype, np.integer) for c in counts)  # integer counts plus integer noise
+    assert {r.mechanism for r in synth.budget_log_} == {"discrete gaussian"}
+    w = 1.0 / np.array([len(c) for c in counts], dtype=float)
+    n_hat = float(np.sum(w * np.array([c.sum() for c in counts], dtype=float)) / w.sum())
+    sd = synth.budget_log_[0].noise_scale / math.sqrt(w.sum())
+    assert f"at least {max(2, math.floor(n_hat - 3 * sd))} people" in synth.budget_log_[1].target
+    assert synth.n_estimate_ == max(round(n_hat), 1) and isinstance(synth.n_estimate_, int)
+
+
 def test_kendall_tau_a_is_exact():
     rng = np.random.default_rng(1)
     x, y = rng.integers(0, 6, 60), rng.integers(0, 5, 60)
@@ -174,6 +226,106 @@ def test_post_processing_helpers():
     fixed = nearest_correlation(noisy)
     assert np.linalg.eigvalsh(fixed).min() > 0
     assert np.allclose(np.diag(fixed), 1.0) and np.allclose(fixed, fixed.T)
+
+
+# ------------------------------------------------------------------------------------------ attacks on the noise
+def _attack_frame(n=500, seed=5):
+    return _copula_data(n, _TRUE_CORR, np.random.default_rng(seed))
+
+
+def _released_and_exact(synth, X):
+    released = np.concatenate(synth.cell_counts_)
+    exact = np.concatenate([np.bincount(g.encode(X[g.spec.name]), minlength=g.n_cells) for g in synth.cells_])
+    return released, exact
+
+
+def _seed_like(obj, seen, depth=0):
+    """Entropy of every SeedSequence / Generator and every non-negative int reachable from ``obj``."""
+    if id(obj) in seen or depth > 6:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, np.random.SeedSequence):
+        return [obj.entropy]
+    if isinstance(obj, np.random.Generator):
+        return [obj.bit_generator.seed_seq.entropy]
+    if isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
+        return [int(obj)] if obj >= 0 else []
+    if isinstance(obj, dict):
+        children = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        children = list(obj)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        children = list(vars(obj).values())
+    else:
+        return []
+    return [e for c in children for e in _seed_like(c, seen, depth + 1)]
+
+
+def _rebuilt_noise(entropy, sigma, size):
+    """The noise a seed would have given: the pre-redesign stream and the reproducible_noise derivation."""
+    old = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(0, 1))))
+    yield old.normal(0.0, sigma, size)
+    new = np.random.SeedSequence(entropy, spawn_key=(1,)).spawn(2)[1]
+    yield NoiseSource.reproducible_from(new).discrete_gaussian(sigma, size)
+
+
+def _replayed_noise(victim):
+    """The attacker refits the victim's own parameters on people they know and reads the noise that fit added."""
+    dummy = _attack_frame(seed=99)
+    replay = clone(victim).fit(dummy)
+    released, exact = _released_and_exact(replay, dummy)
+    return released - exact
+
+
+def _best_recovery(blob, X):
+    """Fraction of cells recovered exactly, at best, from the pickle alone (the histogram is only to score it)."""
+    synth = pickle.loads(blob)
+    released, exact = _released_and_exact(synth, X)
+    sigma = synth.budget_log_[0].noise_scale
+    seeds = set(_seed_like(synth, set()))
+    seeds |= {synth.random_state} if isinstance(synth.random_state, int) else set()
+    guesses = [noise for e in seeds for noise in _rebuilt_noise(e, sigma, released.size)]
+    return max(float(np.mean(np.abs(released - noise - exact) <= 0.5)) for noise in [*guesses, _replayed_noise(synth)])
+
+
+@pytest.mark.parametrize("random_state", [None, 0])
+def test_pickle_does_not_give_the_noise_back(random_state):
+    X = _attack_frame()
+    synth = NPGCSynthesizer(epsilon=1.0, schema=_COPULA_SCHEMA, random_state=random_state).fit(X)
+    assert _best_recovery(pickle.dumps(synth), X) < 0.5  # most cells stay off by more than 0.5
+    if random_state is not None:  # the same attack does recover a seed-derived release: the attack is real
+        seeded = NPGCSynthesizer(epsilon=1.0, schema=_COPULA_SCHEMA, random_state=random_state,
+                                 reproducible_noise=True).fit(X)
+        assert _best_recovery(pickle.dumps(seeded), X) == 1.0
+
+
+def test_neighbouring_fits_do_not_cancel_the_noise():
+    X = _attack_frame()
+    for reproducible in (False, True):
+        fits = [NPGCSynthesizer(epsilon=1.0, schema=_COPULA_SCHEMA, random_state=0,
+                                reproducible_noise=reproducible).fit(D) for D in (X, X.iloc[1:])]
+        diff = np.concatenate(fits[0].cell_counts_) - np.concatenate(fits[1].cell_counts_)
+        one_hot = _released_and_exact(fits[0], X)[1] - _released_and_exact(fits[1], X.iloc[1:])[1]
+        assert one_hot.sum() == len(fits[0].cells_)  # one cell per column: the removed row
+        if reproducible:  # same seed, same noise: the difference is the removed row (why it is not publishable)
+            np.testing.assert_array_equal(diff, one_hot)
+        else:
+            assert np.mean(diff != one_hot) > 0.5
+
+
+def test_reproducible_noise_gives_identical_fits_marked_not_publishable():
+    X = _attack_frame()
+    est = NPGCSynthesizer(epsilon=1.0, schema=_COPULA_SCHEMA, random_state=0, reproducible_noise=True)
+    a, b = clone(est).fit(X), clone(est).fit(X)
+    for p, q in zip(a.cell_counts_, b.cell_counts_):
+        np.testing.assert_array_equal(p, q)
+    np.testing.assert_array_equal(a.correlation_, b.correlation_)
+    assert a.n_estimate_ == b.n_estimate_ and a.budget_log_ == b.budget_log_
+    pd.testing.assert_frame_equal(a.sample(300, random_state=1), b.sample(300, random_state=1))
+    assert a.privacy_spent_.reproducible_noise and not a.privacy_spent_.publishable
+    assert a.privacy_spent_.is_private
+    secure = clone(est).set_params(reproducible_noise=False).fit(X)
+    assert secure.privacy_spent_.publishable and not secure.privacy_spent_.reproducible_noise
 
 
 # ------------------------------------------------------------------------------------------ statistics
