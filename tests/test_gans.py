@@ -10,7 +10,8 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from skdpsynth import DPCTGANSynthesizer, PATEGANSynthesizer, PrivacyBudgetError
 from skdpsynth._grid import PublicGrid
-from skdpsynth.privacy import zcdp_to_approx_dp
+from skdpsynth.privacy import NoiseSource, zcdp_to_approx_dp
+from skdpsynth.privacy._pate import GNMaxAggregator, pate_record, plan_pate, teacher_partition
 from skdpsynth.synthesizers._gan_common import GridEncoder
 from skdpsynth.utils.estimator_checks import check_synthesizer
 
@@ -114,7 +115,8 @@ def test_dpctgan_sklearn_check_estimator():
 def test_pategan_accounting_is_data_independent(mixed_frame, mixed_schema, epsilon):
     est = PATEGANSynthesizer(epsilon=epsilon, delta=1e-5, schema=mixed_schema, random_state=0, **_TINY_PATE)
     est.fit(mixed_frame)
-    (rec,) = est.budget_log_
+    count, rec = est.budget_log_  # the DP count of people (n_estimate_), then every vote query
+    assert count.mechanism == "geometric" and math.isclose(count.epsilon, 0.02 * epsilon)
     T = _TINY_PATE["n_iter"] * _TINY_PATE["batch_size"]
     assert rec.kind == "zcdp" and rec.details["queries"] == T == est.n_queries_
     assert rec.sensitivity == pytest.approx(math.sqrt(2))
@@ -180,3 +182,36 @@ def test_pategan_sklearn_check_estimator():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_estimator(PATEGANSynthesizer(random_state=0, **_TINY_PATE))
+
+
+# ------------------------------------------------------------------------------------------ shared
+@pytest.mark.parametrize("cls, params", [(DPCTGANSynthesizer, _TINY_DP), (PATEGANSynthesizer, _TINY_PATE)])
+def test_progress_bar_only_when_verbose(mixed_frame, mixed_schema, capsys, cls, params):
+    cls(schema=mixed_schema, random_state=0, **params).fit(mixed_frame)
+    assert capsys.readouterr().err == ""  # library use: silent
+    est = cls(schema=mixed_schema, random_state=0, verbose=True, **params).fit(mixed_frame)
+    err = capsys.readouterr().err
+    assert ("DP-CTGAN:" in err or "PATE-GAN:" in err) and "it/s" in err
+    assert isinstance(est.n_estimate_, int) and est.n_estimate_ >= 1
+
+
+def test_gnmax_plan_and_query_budget():
+    plan = plan_pate(rho=0.5, queries=40, n_teachers=10)
+    assert plan.sigma == pytest.approx(math.sqrt(40 / 0.5)) and plan.rho == pytest.approx(0.5)
+    rec = pate_record(plan, "votes")
+    assert rec.kind == "zcdp" and rec.rho == pytest.approx(0.5) and rec.details["queries"] == 40
+    agg = GNMaxAggregator(plan, NoiseSource.reproducible_from(0))
+    labels = agg.labels(np.array([10] * 30 + [0] * 10))  # unanimous votes survive sigma ~ 9 mostly
+    assert labels.dtype == bool and labels[:30].mean() > 0.6 and labels[30:].mean() < 0.4
+    with pytest.raises(RuntimeError, match="40 queries"):
+        agg.labels(np.array([5]))  # the plan paid for 40
+    with pytest.raises(ValueError, match="vote counts"):
+        GNMaxAggregator(plan, NoiseSource.secure()).labels(np.array([11]))
+
+
+def test_teacher_partition_is_secret_and_uniform():
+    a, b = teacher_partition(5000, 7, NoiseSource.secure()), teacher_partition(5000, 7, NoiseSource.secure())
+    assert not np.array_equal(a, b)
+    assert set(np.unique(a)) == set(range(7)) and np.bincount(a).min() > 600
+    np.testing.assert_array_equal(teacher_partition(100, 3, NoiseSource.reproducible_from(1)),
+                                  teacher_partition(100, 3, NoiseSource.reproducible_from(1)))

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
-
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from scipy.optimize import brentq
 from scipy.stats import norm
@@ -201,6 +201,36 @@ def dpsgd_privacy_report(*, noise_multiplier: float, sample_rate: float, steps: 
     }
 
 
+def _calibrated(epsilon: float, delta: float, sample_rate: float, steps: int,
+                epsilon_tolerance: float) -> tuple[float, float]:
+    """Validated calibration: (noise multiplier, its RDP epsilon)."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
+    _check_dpsgd(1.0, sample_rate, steps, delta)
+    if steps < 1:
+        raise ValueError("steps must be >= 1 to calibrate a noise multiplier.")
+    return _calibrate_rdp(float(epsilon), float(delta), float(sample_rate), int(steps), float(epsilon_tolerance))
+
+
+@lru_cache(maxsize=256)
+def _calibrate_rdp(epsilon: float, delta: float, sample_rate: float, steps: int,
+                   epsilon_tolerance: float) -> tuple[float, float]:
+    """Opacus' binary search over :data:`RDP_ORDERS`, and the RDP epsilon it reaches.
+
+    A pure function of public (or already DP) settings, cached: refits with the
+    same settings skip the search.
+    """
+    from opacus.accountants.utils import get_noise_multiplier
+
+    sigma = float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=sample_rate,
+                                       steps=steps, accountant="rdp", epsilon_tolerance=epsilon_tolerance,
+                                       alphas=RDP_ORDERS))
+    eps_rdp = rdp_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta)
+    if eps_rdp > epsilon:  # pragma: no cover - get_noise_multiplier guarantees this
+        raise RuntimeError(f"calibrated sigma={sigma} gives RDP epsilon {eps_rdp} > {epsilon}.")
+    return sigma, eps_rdp
+
+
 def calibrate_noise_multiplier(*, epsilon: float, delta: float, sample_rate: float, steps: int,
                                epsilon_tolerance: float = 0.01, verify_pld: bool = False,
                                grid_step: float = 1e-4) -> float:
@@ -235,19 +265,7 @@ def calibrate_noise_multiplier(*, epsilon: float, delta: float, sample_rate: flo
     ValueError
         When no noise multiplier up to 1e6 reaches the target.
     """
-    from opacus.accountants.utils import get_noise_multiplier
-
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}.")
-    _check_dpsgd(1.0, sample_rate, steps, delta)
-    if steps < 1:
-        raise ValueError("steps must be >= 1 to calibrate a noise multiplier.")
-    sigma = float(get_noise_multiplier(target_epsilon=float(epsilon), target_delta=float(delta),
-                                       sample_rate=float(sample_rate), steps=int(steps), accountant="rdp",
-                                       epsilon_tolerance=epsilon_tolerance, alphas=RDP_ORDERS))
-    eps_rdp = rdp_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta)
-    if eps_rdp > epsilon:  # pragma: no cover - get_noise_multiplier guarantees this
-        raise RuntimeError(f"calibrated sigma={sigma} gives RDP epsilon {eps_rdp} > {epsilon}.")
+    sigma, _ = _calibrated(epsilon, delta, sample_rate, steps, epsilon_tolerance)
     if verify_pld:
         eps_pld = pld_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta,
                               grid_step=grid_step)
@@ -315,9 +333,26 @@ def plan_dpsgd(*, epsilon: float, delta: float, sample_rate: float, steps: int, 
     Neighbouring relation: add/remove one person (one example); clipping bounds
     that person's L2 contribution to every noisy gradient sum by
     ``max_grad_norm``.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Budget of the whole run (``delta > 0``).
+    sample_rate : float
+        Poisson sampling rate, from a public size or a DP count (never the exact n).
+    steps : int
+        Private steps (>= 1), likewise public or from a DP count.
+    max_grad_norm : float
+        Per-example clipping norm.
+
+    Returns
+    -------
+    DPSGDPlan
+        Its ``epsilon`` is the RDP epsilon reached (at most the target).
     """
-    sigma = calibrate_noise_multiplier(epsilon=epsilon, delta=delta, sample_rate=sample_rate, steps=steps)
-    eps = rdp_epsilon(noise_multiplier=sigma, sample_rate=sample_rate, steps=steps, delta=delta)
+    if not (max_grad_norm > 0 and math.isfinite(max_grad_norm)):
+        raise ValueError(f"max_grad_norm must be a positive finite number, got {max_grad_norm!r}.")
+    sigma, eps = _calibrated(epsilon, delta, sample_rate, steps, 0.01)
     return DPSGDPlan(float(sigma), float(sample_rate), int(steps), float(max_grad_norm), min(eps, epsilon), delta)
 
 

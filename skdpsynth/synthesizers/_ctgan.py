@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import math
+from abc import abstractmethod
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import seconds_to_datetime
-from skdpsynth.base import BaseTabularSynthesizer
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+from skdpsynth.base import BaseTabularSynthesizer, FitContext
 
 __all__ = ["CTGANSynthesizer", "TVAESynthesizer"]
 
 _MISSING = "__missing__"
+_POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
+#: the tabular base's parameters less ``domain_share`` (the domain is read from the data: not private anyway)
+_ADAPTER_CONSTRAINTS = {k: v for k, v in BaseTabularSynthesizer._parameter_constraints.items() if k != "domain_share"}
 
 
 def _import_ctgan():
@@ -35,22 +39,22 @@ class _CTGANAdapter(BaseTabularSynthesizer):
     column with missing values gets a discrete missing-indicator column and its
     missing values are filled with the column's lower bound before training.
     Samples are clipped into the schema's bounds.
+
+    Nothing here is private: every cohort is recorded as non-private
+    (``declare_nonprivate``) and ``n_estimate_`` is the exact number of rows,
+    which such a release does not protect.
     """
 
     _model_name = ""
 
-    def _check_input(self, X, y, reset):
+    def _check_request(self) -> None:
+        super()._check_request()
         if self.epsilon is not None:
             raise ValueError(
                 f"{type(self).__name__} is not differentially private: epsilon must be None, got {self.epsilon!r}. "
                 "Use DPCTGANSynthesizer, PATEGANSynthesizer, MSTSynthesizer or NPGCSynthesizer for a DP release."
             )
-        for name in ("epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
         _import_ctgan()
-        return super()._check_input(X, y, reset)
 
     def _to_frame(self, X: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         cols, discrete = {}, []
@@ -94,21 +98,22 @@ class _CTGANAdapter(BaseTabularSynthesizer):
                 out[spec.name] = x
         return pd.DataFrame(out)
 
-    def _make_model(self, ctgan):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _make_model(self, ctgan):
+        """A fresh ``ctgan`` model configured from the parameters."""
 
-    def _fit_table(self, X, accountant: BudgetAccountant, rngs, first):
+    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
         ctgan = _import_ctgan()
-        accountant.spend(BudgetRecord("exact (non-private)", f"{self._model_name} trained on the data", "none",
-                                      epsilon=math.inf))
+        ctx.accountant.declare_nonprivate(f"{self._model_name} trained on the data")
         frame, discrete = self._to_frame(X)
-        if first or not hasattr(self, "model_"):
+        if ctx.first or not hasattr(self, "model_"):
             self.model_ = self._make_model(ctgan)
-        self.model_.set_random_state(int(rngs["model"].integers(2**31 - 1)))
+        self.model_.set_random_state(int(ctx.rng.integers(2**31 - 1)))
         self.model_.fit(frame, discrete_columns=discrete)
         self.model_.set_random_state(None)
+        self.n_estimate_ = max(len(X), 1)  # exact: the release is marked non-private
 
-    def _sample_table(self, n_samples, rng):
+    def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:
         self.model_.set_random_state(int(rng.integers(2**31 - 1)))
         try:
             frame = self.model_.sample(n_samples)
@@ -147,17 +152,30 @@ class CTGANSynthesizer(_CTGANAdapter):
         Kept for the interface; ``partial_fit`` retrains on the new cohort.
     random_state : int, Generator or None, default=None
         Seeds training and sampling (``ctgan`` sets, then restores, the global NumPy / torch states).
+    reproducible_noise : bool, default=False
+        Kept for the common interface: there is no privacy noise here.
 
     Privacy
     -------
-    None: every cohort is recorded as ``kind="none"`` (epsilon infinite).
+    None: every cohort is recorded as ``kind="none"`` (epsilon infinite);
+    ``n_estimate_`` is the exact number of rows.
     """
 
     _model_name = "CTGAN"
+    _parameter_constraints: dict = {
+        **_ADAPTER_CONSTRAINTS,
+        "epochs": _POSITIVE_INT,
+        "batch_size": _POSITIVE_INT,
+        "pac": _POSITIVE_INT,
+        "embedding_dim": _POSITIVE_INT,
+        "generator_dim": [tuple, list],
+        "discriminator_dim": [tuple, list],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
 
     def __init__(self, *, epsilon=None, delta=0.0, schema=None, epochs=300, batch_size=500, pac=10, embedding_dim=128,
                  generator_dim=(256, 256), discriminator_dim=(256, 256), cohort_composition="parallel",
-                 random_state=None):
+                 random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
@@ -169,12 +187,12 @@ class CTGANSynthesizer(_CTGANAdapter):
         self.discriminator_dim = discriminator_dim
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
 
-    def _check_input(self, X, y, reset):
-        if isinstance(self.pac, bool) or not isinstance(self.pac, (int, np.integer)) or self.pac < 1 or (
-                isinstance(self.batch_size, (int, np.integer)) and self.batch_size % self.pac):
+    def _check_request(self) -> None:
+        super()._check_request()
+        if self.batch_size % self.pac:
             raise ValueError(f"batch_size ({self.batch_size!r}) must be a multiple of pac ({self.pac!r}).")
-        return super()._check_input(X, y, reset)
 
     def _make_model(self, ctgan):
         return ctgan.CTGAN(embedding_dim=self.embedding_dim, generator_dim=tuple(self.generator_dim),
@@ -205,17 +223,29 @@ class TVAESynthesizer(_CTGANAdapter):
         Kept for the interface; ``partial_fit`` retrains on the new cohort.
     random_state : int, Generator or None, default=None
         Seeds training and sampling.
+    reproducible_noise : bool, default=False
+        Kept for the common interface: there is no privacy noise here.
 
     Privacy
     -------
-    None: every cohort is recorded as ``kind="none"`` (epsilon infinite).
+    None: every cohort is recorded as ``kind="none"`` (epsilon infinite);
+    ``n_estimate_`` is the exact number of rows.
     """
 
     _model_name = "TVAE"
+    _parameter_constraints: dict = {
+        **_ADAPTER_CONSTRAINTS,
+        "epochs": _POSITIVE_INT,
+        "batch_size": _POSITIVE_INT,
+        "embedding_dim": _POSITIVE_INT,
+        "compress_dims": [tuple, list],
+        "decompress_dims": [tuple, list],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
 
     def __init__(self, *, epsilon=None, delta=0.0, schema=None, epochs=300, batch_size=500, embedding_dim=128,
                  compress_dims=(128, 128), decompress_dims=(128, 128), cohort_composition="parallel",
-                 random_state=None):
+                 random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
@@ -226,6 +256,7 @@ class TVAESynthesizer(_CTGANAdapter):
         self.decompress_dims = decompress_dims
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
 
     def _make_model(self, ctgan):
         return ctgan.TVAE(embedding_dim=self.embedding_dim, compress_dims=tuple(self.compress_dims),

@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import math
+import warnings
+from numbers import Real
+
+import numpy as np
+import pandas as pd
+from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
-from skdpsynth.base import BaseTabularSynthesizer
+from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+from skdpsynth.privacy._dpsgd import DPSGDPlan, dp_optimizer, dpsgd_record, plan_dpsgd, poisson_mask
 from skdpsynth.synthesizers._gan_common import (
+    GAN_CONSTRAINTS,
+    POSITIVE_INT,
+    POSITIVE_REAL,
     GridEncoder,
-    check_gan_params,
+    check_hidden_dims,
     generate,
     make_discriminator,
     make_generator,
     noisy_row_count,
+    progress,
 )
 from skdpsynth.utils._random import torch_seed
 
 __all__ = ["DPCTGANSynthesizer"]
-
-#: integer RDP orders (Opacus' fractional orders are slow for large sampling rates; integers are valid, a bit looser)
-RDP_ORDERS = [1.25, 1.5, 1.75, *range(2, 65), 80, 96, 128, 192, 256, 512]
 
 
 class DPCTGANSynthesizer(BaseTabularSynthesizer):
@@ -32,8 +39,8 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
     Gumbel-softmax blocks, the discriminator an MLP trained with DP-SGD:
     Poisson-sampled real rows, per-sample gradient clipping and Gaussian noise
     (Opacus ``GradSampleModule`` + ``DPOptimizer``); the noise multiplier is
-    calibrated to the budget with ``opacus.accountants.utils.get_noise_multiplier``
-    (RDP accountant).
+    calibrated to the budget by :func:`skdpsynth.privacy._dpsgd.plan_dpsgd`
+    (RDP accountant), the same path as CAPS.
 
     What differs from CTGAN, for privacy: no conditional vectors and no
     training-by-sampling (CTGAN picks real rows matching a condition drawn from
@@ -72,36 +79,60 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
     cohort_composition : {"parallel", "sequential"}, default="parallel"
         How ``partial_fit`` cohorts compose (``partial_fit`` continues training on the new cohort).
     random_state : int, Generator or None, default=None
-        Seeds all randomness.
+        Seeds everything that is not privacy noise (initialisation, the
+        generated rows, sampling).
+    reproducible_noise : bool, default=False
+        Derive the privacy noise (DP-SGD noise, Poisson batches, the row count)
+        from ``random_state`` (for tests and papers only: such a release is not
+        publishable). By default it comes from fresh OS entropy and nothing can
+        regenerate it.
+    verbose : bool or int, default=False
+        When true, shows a tqdm progress bar over the training steps.
 
     Attributes
     ----------
     generator_ : torch.nn.Module
         The trained generator (the discriminator is discarded).
     noise_multiplier_ : float
-        DP-SGD noise multiplier of the last cohort.
+        DP-SGD noise multiplier of the last cohort (0 when not private).
     n_steps_ : int
         Discriminator steps of the last cohort.
+    sample_rate_ : float
+        Poisson sampling rate of the last cohort (``batch_size`` over the DP count).
+    n_estimate_ : int
+        The DP row count of the last cohort (the exact count when ``epsilon=None``).
 
     Privacy
     -------
     Neighbouring relation: add/remove one person (one row). The number of rows
     is released with the geometric mechanism (L1 sensitivity 1,
     ``count_share * epsilon_model``), making the sampling rate and the number
-    of steps DP. Each discriminator step Poisson-samples real rows with rate
-    ``q``, clips every per-sample gradient to ``max_grad_norm`` (the fake rows
-    in the batch come from the generator: post-processing) and adds Gaussian
-    noise with standard deviation ``noise_multiplier * max_grad_norm`` (the
-    person's L2 sensitivity); the subsampled Gaussian mechanism over all steps
-    is accounted with RDP and recorded as one ``"dp-sgd"`` (epsilon, delta)
-    record. The generator only ever sees the discriminator's outputs, so its
-    training is post-processing. Composition within a cohort: basic
-    (count + DP-SGD + domain).
+    of steps DP; it is also ``n_estimate_``. Then one ``"dp-sgd"`` (epsilon,
+    delta) record is charged for the whole run, before the first step. Each
+    discriminator step Poisson-samples real rows with rate ``q`` (from the
+    secret noise source), clips every per-sample gradient to
+    ``max_grad_norm`` (the fake rows in the batch come from the generator:
+    post-processing) and adds Gaussian noise with standard deviation
+    ``noise_multiplier * max_grad_norm`` (the person's L2 sensitivity) from the
+    same secret source; the subsampled Gaussian mechanism over all steps is
+    accounted with RDP. The generator only ever sees the discriminator's
+    outputs, so its training is post-processing. Composition within a cohort:
+    basic (domain + count + DP-SGD).
     """
+
+    _parameter_constraints: dict = {
+        **BaseTabularSynthesizer._parameter_constraints,
+        **GAN_CONSTRAINTS,
+        "epochs": POSITIVE_INT,
+        "batch_size": POSITIVE_INT,
+        "max_grad_norm": POSITIVE_REAL,
+        "count_share": [Interval(Real, 0, 1, closed="neither")],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, schema=None, n_bins=16, epochs=10, batch_size=256, noise_dim=32,
                  hidden_dims=(128, 128), learning_rate=2e-4, max_grad_norm=1.0, count_share=0.02, domain_share=0.1,
-                 cohort_composition="parallel", random_state=None):
+                 cohort_composition="parallel", random_state=None, reproducible_noise=False, verbose=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
@@ -116,104 +147,111 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
         self.domain_share = domain_share
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
+        self.verbose = verbose
 
-    def _check_input(self, X, y, reset):
-        check_gan_params(self, ("n_bins", "epochs", "batch_size", "noise_dim"), ("learning_rate", "max_grad_norm"))
-        if not 0 < self.count_share < 1:
-            raise ValueError(f"count_share must be in (0, 1), got {self.count_share!r}.")
+    def _check_request(self) -> None:
+        super()._check_request()
+        check_hidden_dims(self.hidden_dims)
         if self.epsilon is not None and not self.delta > 0:
             raise PrivacyBudgetError(f"DP-SGD needs delta > 0, got delta={self.delta!r}.")
-        return super()._check_input(X, y, reset)
 
-    def _fit_table(self, X, accountant: BudgetAccountant, rngs, first):
-        import torch
-        from opacus import GradSampleModule
-        from opacus.accountants import RDPAccountant
-        from opacus.accountants.utils import get_noise_multiplier
-        from opacus.optimizers import DPOptimizer
+    def _delta_for_zcdp(self, data) -> float:
+        return 0.0  # no zCDP part: the delta left after the domain is DP-SGD's
 
-        if first:
+    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+        if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.encoder_ = GridEncoder(self.grid_)
-            self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, rngs["model"])
-        disc = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), rngs["model"])
-        tgen = torch.Generator().manual_seed(torch_seed(rngs["model"]))
-        data = torch.from_numpy(self.encoder_.transform(X))
-        n = len(X)
-        private = accountant.private
-        if private:
-            eps_left = self.epsilon - sum(r.epsilon for r in accountant.records)
-            delta_left = self.delta - sum(r.delta for r in accountant.records)
-            if delta_left <= 0:
-                raise PrivacyBudgetError("DPCTGANSynthesizer: no delta left for DP-SGD after the domain estimate.")
-            eps_count = self.count_share * eps_left
-            n_pub = noisy_row_count(n, eps_count, rngs["noise"], accountant)
-            eps_sgd = eps_left - eps_count
-        else:
-            accountant.spend(BudgetRecord("exact (non-private)", "number of rows", "none", epsilon=math.inf))
-            n_pub = float(n)
-        q = min(1.0, self.batch_size / n_pub)
-        steps = int(self.epochs * math.ceil(n_pub / self.batch_size))
-        expected = max(q * n_pub, 1.0)
-        dgsm = GradSampleModule(disc, loss_reduction="sum")
-        d_opt = torch.optim.Adam(dgsm.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
-        if private:
-            sigma = get_noise_multiplier(target_epsilon=eps_sgd, target_delta=delta_left, sample_rate=q, steps=steps,
-                                         accountant="rdp", alphas=RDP_ORDERS)
-            rdp = RDPAccountant()
-            rdp.history = [(sigma, q, steps)]
-            eps_achieved = float(rdp.get_epsilon(delta_left, alphas=RDP_ORDERS))
-            record = BudgetRecord(
-                "dp-sgd", "DP-CTGAN discriminator", "approx", epsilon=min(eps_achieved, eps_sgd), delta=delta_left,
-                sensitivity=float(self.max_grad_norm), noise_scale=float(sigma * self.max_grad_norm),
-                details={"noise_multiplier": float(sigma), "sample_rate": q, "steps": steps,
-                         "max_grad_norm": float(self.max_grad_norm), "accountant": "rdp (opacus)",
-                         "epsilon_rdp": eps_achieved, "poisson_sampling": True})
-            accountant.spend(record)  # charged before any noise is drawn
-            d_opt = DPOptimizer(d_opt, noise_multiplier=sigma, max_grad_norm=float(self.max_grad_norm),
-                                expected_batch_size=int(round(expected)), loss_reduction="sum", generator=tgen)
-        else:
-            sigma = 0.0
-            accountant.spend(BudgetRecord("exact (non-private)", "GAN discriminator on the data", "none",
-                                          epsilon=math.inf))
-        g_opt = torch.optim.Adam(self.generator_.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
-        bce = torch.nn.BCEWithLogitsLoss(reduction="sum")
-        batch_rng = rngs["model"]
-        gen = self.generator_
-        gen.train()
-        fake_n = max(int(round(expected)), 1)
-        for _ in range(steps):
-            # discriminator (DP-SGD on the real rows)
-            mask = batch_rng.random(n) < q
-            real = data[torch.from_numpy(mask)]
-            with torch.no_grad():
-                z = torch.randn(fake_n, self.noise_dim, generator=tgen)
-                fake = gen(z, generator=tgen)
-            batch = torch.cat([real, fake])
-            labels = torch.cat([torch.ones(len(real), 1), torch.zeros(fake_n, 1)])
-            d_opt.zero_grad()
-            loss = bce(dgsm(batch), labels)
-            loss.backward()
-            d_opt.step()
-            # generator (post-processing: sees only the discriminator)
-            dgsm.disable_hooks()
-            for p in dgsm.parameters():
-                p.requires_grad_(False)
-            g_opt.zero_grad()
-            z = torch.randn(fake_n, self.noise_dim, generator=tgen)
-            g_loss = bce(dgsm(gen(z, generator=tgen)), torch.ones(fake_n, 1)) / fake_n
-            g_loss.backward()
-            g_opt.step()
-            for p in dgsm.parameters():
-                p.requires_grad_(True)
-                p.grad = None
-                if hasattr(p, "grad_sample"):
-                    p.grad_sample = None
-            dgsm.enable_hooks()
-        self.noise_multiplier_ = float(sigma)
+            self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
+        n_pub, q, steps, plan = self._plan(len(X), ctx)
+        self._train(self.encoder_.transform(X), q, steps, n_pub, plan, ctx)
+        self.n_estimate_ = int(n_pub)
+        self.noise_multiplier_ = plan.noise_multiplier if plan is not None else 0.0
         self.n_steps_ = steps
         self.sample_rate_ = q
-        gen.eval()
 
-    def _sample_table(self, n_samples, rng):
+    def _plan(self, n: int, ctx: FitContext) -> tuple[int, float, int, DPSGDPlan | None]:
+        """DP row count, then the sampling schedule and the DP-SGD plan (charged before the first step)."""
+        accountant = ctx.accountant
+        if not accountant.private:
+            accountant.declare_nonprivate("number of people (sets the sampling rate and steps)")
+            accountant.declare_nonprivate("GAN discriminator trained on the data")
+            q, steps = self._schedule(n)
+            return n, q, steps, None
+        if accountant.remaining_delta() <= 0:
+            raise PrivacyBudgetError("DPCTGANSynthesizer: no delta left for DP-SGD after the domain estimate.")
+        n_pub = noisy_row_count(n, self.count_share * accountant.remaining_epsilon(), ctx.noise, accountant,
+                                target="number of people (sets the sampling rate and steps)")
+        q, steps = self._schedule(n_pub)
+        plan = plan_dpsgd(epsilon=accountant.remaining_epsilon(), delta=accountant.remaining_delta(),
+                          sample_rate=q, steps=steps, max_grad_norm=float(self.max_grad_norm))
+        accountant.spend(dpsgd_record(plan, "DP-CTGAN discriminator"))
+        return n_pub, q, steps, plan
+
+    def _schedule(self, n_pub: int) -> tuple[float, int]:
+        """Sampling rate and number of steps from a DP (or, without privacy, the exact) row count."""
+        return min(1.0, self.batch_size / n_pub), int(self.epochs * math.ceil(n_pub / self.batch_size))
+
+    def _train(self, data: np.ndarray, q: float, steps: int, n_pub: int, plan: DPSGDPlan | None,
+               ctx: FitContext) -> None:
+        import torch
+        from opacus import GradSampleModule
+
+        real_rows = torch.from_numpy(data)
+        disc = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
+        noise_gen = ctx.noise.torch_generator()  # Poisson batches and DP-SGD noise: part of the mechanism
+        model_gen = torch.Generator().manual_seed(torch_seed(ctx.rng))  # generated rows: post-processing
+        expected = max(int(round(q * n_pub)), 1)
+        dgsm = GradSampleModule(disc, loss_reduction="sum")
+        d_opt = torch.optim.Adam(dgsm.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
+        if plan is not None:
+            d_opt = dp_optimizer(d_opt, plan, noise_gen, expected_batch_size=expected, loss_reduction="sum")
+        g_opt = torch.optim.Adam(self.generator_.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
+        gen = self.generator_
+        gen.train()
+        with warnings.catch_warnings():
+            # Opacus' per-sample hooks warn when the inputs (data rows) need no gradient: harmless here
+            warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+            try:
+                for _ in progress(range(steps), self.verbose, "DP-CTGAN", total=steps):
+                    real = real_rows[poisson_mask(len(real_rows), q, noise_gen)]
+                    self._discriminator_step(dgsm, d_opt, real, expected, model_gen)
+                    self._generator_step(dgsm, g_opt, expected, model_gen)
+            finally:
+                dgsm._close()
+                gen.eval()
+
+    def _discriminator_step(self, dgsm, d_opt, real, n_fake: int, model_gen) -> None:
+        """One DP-SGD step: real rows labelled 1, generated rows 0 (per-sample clipping and noise by ``d_opt``)."""
+        import torch
+
+        with torch.no_grad():
+            fake = self.generator_(torch.randn(n_fake, self.noise_dim, generator=model_gen), generator=model_gen)
+        batch = torch.cat([real, fake])
+        labels = torch.cat([torch.ones(len(real), 1), torch.zeros(n_fake, 1)])
+        d_opt.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(dgsm(batch), labels, reduction="sum").backward()
+        d_opt.step()
+
+    def _generator_step(self, dgsm, g_opt, n_fake: int, model_gen) -> None:
+        """Generator step against the (DP) discriminator: post-processing, per-sample hooks off."""
+        import torch
+
+        dgsm.disable_hooks()
+        for p in dgsm.parameters():
+            p.requires_grad_(False)
+        g_opt.zero_grad()
+        z = torch.randn(n_fake, self.noise_dim, generator=model_gen)
+        logits = dgsm(self.generator_(z, generator=model_gen))
+        torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.ones(n_fake, 1), reduction="mean").backward()
+        g_opt.step()
+        for p in dgsm.parameters():
+            p.requires_grad_(True)
+            p.grad = None
+            if hasattr(p, "grad_sample"):
+                p.grad_sample = None
+        dgsm.enable_hooks()
+
+    def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:
         return generate(self.generator_, self.encoder_, n_samples, self.noise_dim, rng)

@@ -11,17 +11,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
+from skdpsynth.privacy import dp_count
 from skdpsynth.privacy._accounting import BudgetAccountant
-from skdpsynth.privacy._mechanisms import geometric_mechanism
+from skdpsynth.privacy._noise import NoiseSource
 
 __all__ = ["GridEncoder", "init_from_numpy", "BlockGenerator", "make_generator", "make_discriminator", "generate",
-           "noisy_row_count", "check_gan_params"]
+           "noisy_row_count", "check_hidden_dims", "progress", "GAN_CONSTRAINTS", "POSITIVE_INT", "POSITIVE_REAL"]
+
+POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
+POSITIVE_REAL = [Interval(Real, 0, None, closed="neither")]
+#: parameter constraints shared by DP-CTGAN and PATE-GAN
+GAN_CONSTRAINTS: dict = {
+    "n_bins": POSITIVE_INT,
+    "noise_dim": POSITIVE_INT,
+    "hidden_dims": [tuple, list],
+    "learning_rate": POSITIVE_REAL,
+    "verbose": ["verbose"],
+}
 
 
 @dataclass(frozen=True)
@@ -168,24 +182,22 @@ def generate(generator, encoder: GridEncoder, n: int, noise_dim: int, rng: np.ra
     return encoder.inverse(raw, rng)
 
 
-def noisy_row_count(n: int, epsilon: float, rng: np.random.Generator, accountant: BudgetAccountant) -> float:
-    """Number of people under DP (geometric mechanism, L1 sensitivity 1 under add/remove), at least 1."""
-    noisy = geometric_mechanism(np.array([n]), sensitivity=1.0, epsilon=epsilon, rng=rng, accountant=accountant,
-                                target="number of rows (sets the sampling rate / steps)")
-    return float(max(int(noisy[0]), 1))
+def noisy_row_count(n: int, epsilon: float, noise: NoiseSource, accountant: BudgetAccountant,
+                    target: str = "number of people") -> int:
+    """Number of people under DP (:func:`~skdpsynth.privacy.dp_count`, L1 sensitivity 1), at least 1."""
+    return max(dp_count(n, epsilon=epsilon, noise=noise, accountant=accountant, target=target), 1)
 
 
-def check_gan_params(est, names_positive_int: tuple[str, ...], names_positive_float: tuple[str, ...]) -> None:
-    """Validate hyper-parameters before any budget is spent (clear error naming the parameter)."""
-    for name in names_positive_int:
-        v = getattr(est, name)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}.")
-    for name in names_positive_float:
-        v = getattr(est, name)
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not (
-                math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a positive number, got {v!r}.")
-    hidden = getattr(est, "hidden_dims", (1,))
-    if not (isinstance(hidden, (tuple, list)) and all(isinstance(h, (int, np.integer)) and h > 0 for h in hidden)):
-        raise ValueError(f"hidden_dims must be a tuple of positive integers, got {hidden!r}.")
+def check_hidden_dims(hidden_dims) -> None:
+    """Every hidden layer width must be a positive integer (the type is checked by the parameter constraints)."""
+    if not all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) and h > 0 for h in hidden_dims):
+        raise ValueError(f"hidden_dims must be a tuple of positive integers, got {hidden_dims!r}.")
+
+
+def progress(iterable, verbose: bool | int, desc: str, total: int | None = None):
+    """``iterable`` wrapped in a tqdm progress bar when ``verbose`` (as CAPS shows its training)."""
+    if verbose:
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, desc=desc, total=total, leave=False)
+    return iterable

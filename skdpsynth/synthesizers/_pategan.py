@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import logging
-import math
+from numbers import Real
 
 import numpy as np
+import pandas as pd
+from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
-from skdpsynth.base import BaseTabularSynthesizer
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+from skdpsynth.base import BaseTabularSynthesizer, FitContext
+from skdpsynth.privacy._pate import GNMaxAggregator, pate_record, plan_pate, teacher_partition
 from skdpsynth.synthesizers._gan_common import (
+    GAN_CONSTRAINTS,
+    POSITIVE_INT,
     GridEncoder,
-    check_gan_params,
+    check_hidden_dims,
     generate,
     make_discriminator,
     make_generator,
+    noisy_row_count,
+    progress,
 )
 from skdpsynth.utils._random import torch_seed
 
@@ -39,10 +45,11 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
     and noisy labels only (``student_steps`` steps per iteration), and the
     generator learns to fool the student. Teachers are discarded after fitting.
 
-    The accounting is data-independent: the number of answered queries,
-    ``n_iter * batch_size``, is fixed in advance and every query is charged (no
-    data-dependent "smooth sensitivity" or moments bound, whose published
-    implementations leaked; Ganev et al. 2024).
+    The accounting is data-independent (:mod:`skdpsynth.privacy._pate`): the
+    number of answered queries, ``n_iter * batch_size``, is fixed in advance
+    and every query is charged, up front (no data-dependent "smooth
+    sensitivity" or moments bound, whose published implementations leaked;
+    Ganev et al. 2024).
 
     Parameters
     ----------
@@ -74,45 +81,80 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
         Hidden layers of the generator and the student.
     learning_rate : float, default=1e-3
         Adam learning rate.
+    count_share : float, default=0.02
+        Share of the model's epsilon spent on a DP count of the people (``n_estimate_``).
     domain_share : float, default=0.1
         Share of epsilon and delta spent on the domain when ``schema`` is None.
     cohort_composition : {"parallel", "sequential"}, default="parallel"
         How ``partial_fit`` cohorts compose (``partial_fit`` continues training on the new cohort).
     random_state : int, Generator or None, default=None
-        Seeds all randomness.
+        Seeds everything that is not privacy noise (initialisation, the
+        teachers' row draws, generated rows, sampling).
+    reproducible_noise : bool, default=False
+        Derive the privacy noise (vote noise, teacher partition, the count)
+        from ``random_state`` (for tests and papers only: such a release is not
+        publishable). By default it comes from fresh OS entropy and nothing can
+        regenerate it.
+    verbose : bool or int, default=False
+        When true, shows a tqdm progress bar over the iterations.
 
     Attributes
     ----------
     generator_ : torch.nn.Module
         The trained generator.
     vote_sigma_ : float
-        Standard deviation of the Gaussian noise on each vote count.
+        Standard deviation of the discrete Gaussian noise on each vote count.
     n_queries_ : int
         Teacher queries answered in the last cohort.
+    n_estimate_ : int
+        DP count of the people of the last cohort (the exact count when ``epsilon=None``).
 
     Privacy
     -------
-    Neighbouring relation: add/remove one person (one row). Every row is
-    assigned to a teacher by an independent uniform draw, so adding or
-    removing a person changes one teacher's partition and nothing else. For
-    each query (a generated row), the vote histogram (counts of "real" and
-    "fake" among the teachers) then changes in at most one vote: L2
-    sensitivity ``sqrt(2)``. Adding ``N(0, sigma^2)`` to both counts is
-    ``1 / sigma^2``-zCDP per query (Gaussian mechanism); the argmax is
-    post-processing. Any vote rule that is a function of one teacher's
-    partition and public (generated) rows keeps this: the median-split vote
-    changes only with that teacher's partition. ``T = n_iter * batch_size`` queries compose to
-    ``rho = T / sigma^2`` and ``sigma = sqrt(T / rho)`` is set so that ``rho``
-    is exactly the zCDP budget left after the domain estimate. The generated
-    rows the teachers see and the student's training are functions of earlier
-    noisy answers only (post-processing and adaptive composition); the student
-    and generator never see real rows.
+    Neighbouring relation: add/remove one person (one row). First the number of
+    people is released with the geometric mechanism (L1 sensitivity 1,
+    ``count_share`` of the model's epsilon); it sets ``n_estimate_`` only.
+    Then the teacher votes (:mod:`skdpsynth.privacy._pate`), charged before
+    the first query: the argument holds for any fixed partition of the people
+    among the teachers -- adding or removing a person changes one teacher's
+    partition and nothing else. Each row's teacher is an independent uniform
+    draw from the secret noise source (a position-indexed draw from a known
+    ``random_state`` would move later rows when one is removed; a secret
+    data-independent draw makes the release a mixture over such fixed
+    partitions, which keeps the guarantee). Each teacher's vote is a function
+    of its own partition and of public (generated) rows: its row draws come
+    from one public uniform array of fixed size (scaled to its own partition),
+    and the median-split vote changes only with its partition. Per query the
+    vote histogram (counts of "real" and "fake") therefore changes in at most
+    one vote, L2 sensitivity ``sqrt(2)``; discrete Gaussian noise
+    ``N_Z(0, sigma^2)`` on both integer counts is ``1 / sigma^2``-zCDP per
+    query and the argmax is post-processing. ``T = n_iter * batch_size``
+    queries compose to ``rho = T / sigma^2`` and ``sigma = sqrt(T / rho)`` is
+    set so that ``rho`` is exactly the zCDP budget left after the domain
+    estimate and the count. The generated rows the teachers see and the
+    student's training are functions of earlier noisy answers only
+    (post-processing and adaptive composition); the student and generator
+    never see real rows.
     """
 
+    _parameter_constraints: dict = {
+        **BaseTabularSynthesizer._parameter_constraints,
+        **GAN_CONSTRAINTS,
+        "n_teachers": POSITIVE_INT,
+        "n_iter": POSITIVE_INT,
+        "batch_size": POSITIVE_INT,
+        "teacher_steps": POSITIVE_INT,
+        "teacher_batch": POSITIVE_INT,
+        "student_steps": POSITIVE_INT,
+        "buffer_iters": POSITIVE_INT,
+        "count_share": [Interval(Real, 0, 1, closed="neither")],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
+
     def __init__(self, *, epsilon=1.0, delta=1e-5, schema=None, n_bins=16, n_teachers=50, n_iter=100, batch_size=64,
-                 teacher_steps=5, teacher_batch=64, student_steps=10,
-                 buffer_iters=10, noise_dim=32, hidden_dims=(64, 64), learning_rate=1e-3,
-                 domain_share=0.1, cohort_composition="parallel", random_state=None):
+                 teacher_steps=5, teacher_batch=64, student_steps=10, buffer_iters=10, noise_dim=32,
+                 hidden_dims=(64, 64), learning_rate=1e-3, count_share=0.02, domain_share=0.1,
+                 cohort_composition="parallel", random_state=None, reproducible_noise=False, verbose=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
@@ -127,120 +169,150 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
         self.noise_dim = noise_dim
         self.hidden_dims = hidden_dims
         self.learning_rate = learning_rate
+        self.count_share = count_share
         self.domain_share = domain_share
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
+        self.verbose = verbose
 
-    def _check_input(self, X, y, reset):
-        check_gan_params(self, ("n_bins", "n_teachers", "n_iter", "batch_size", "teacher_steps", "teacher_batch",
-                                "student_steps", "buffer_iters", "noise_dim"), ("learning_rate",))
-        return super()._check_input(X, y, reset)
+    def _check_request(self) -> None:
+        super()._check_request()
+        check_hidden_dims(self.hidden_dims)
 
-    def _fit_table(self, X, accountant: BudgetAccountant, rngs, first):
-        import torch
-
-        if first:
+    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+        if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.encoder_ = GridEncoder(self.grid_)
-            self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, rngs["model"])
-            self.student_ = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), rngs["model"])
-        k, dim = self.n_teachers, self.encoder_.dim
-        n_queries = self.n_iter * self.batch_size
-        target = f"{n_queries} teacher-vote queries (GNMax, {k} teachers)"
-        if accountant.private:
-            spent_eps = sum(r.epsilon for r in accountant.records if r.kind in ("pure", "approx"))
-            rho = accountant.remaining_rho(spent_pure=spent_eps)
-            sigma = math.sqrt(n_queries / rho)
-            accountant.spend(BudgetRecord(
-                "gaussian noisy argmax", target, "zcdp", rho=n_queries / sigma ** 2, sensitivity=math.sqrt(2.0),
-                noise_scale=sigma, details={"queries": n_queries, "n_teachers": k, "per_query_rho": 1 / sigma ** 2,
-                                            "accounting": "data-independent"}))
-        else:
-            sigma = 0.0
-            accountant.spend(BudgetRecord("exact (non-private)", target, "none", epsilon=math.inf))
-        model_rng, noise_rng = rngs["model"], rngs["noise"]
-        tgen = torch.Generator().manual_seed(torch_seed(model_rng))
-        data = torch.from_numpy(self.encoder_.transform(X))
-        part = model_rng.integers(k, size=len(X))  # independent uniform assignment per person
-        members = [np.flatnonzero(part == t) for t in range(k)]
-        sizes = np.array([len(m) for m in members])
+            self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
+            self.student_ = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
+        aggregator = self._charge(len(X), ctx)
+        part = teacher_partition(len(X), self.n_teachers, ctx.noise)
+        self._train(self.encoder_.transform(X), part, aggregator, ctx)
+        self.vote_sigma_ = aggregator.plan.sigma if aggregator is not None else 0.0
+        self.n_queries_ = self.n_iter * self.batch_size
 
-        # k logistic-regression teachers, trained jointly (batched weights)
+    def _charge(self, n: int, ctx: FitContext) -> GNMaxAggregator | None:
+        """DP count (``n_estimate_``), then the plan of all the vote queries, charged before the first one."""
+        accountant = ctx.accountant
+        n_queries = self.n_iter * self.batch_size
+        target = f"{n_queries} teacher-vote queries (GNMax, {self.n_teachers} teachers)"
+        if not accountant.private:
+            accountant.declare_nonprivate("number of people")
+            accountant.declare_nonprivate(target)
+            self.n_estimate_ = int(n)  # exact: the release is marked non-private
+            return None
+        self.n_estimate_ = noisy_row_count(n, self.count_share * accountant.remaining_epsilon(), ctx.noise,
+                                           accountant)
+        plan = plan_pate(rho=accountant.remaining_rho(), queries=n_queries, n_teachers=self.n_teachers)
+        accountant.spend(pate_record(plan, target))
+        return GNMaxAggregator(plan, ctx.noise)
+
+    def _train(self, data: np.ndarray, part: np.ndarray, aggregator: GNMaxAggregator | None,
+               ctx: FitContext) -> None:
+        import torch
+
+        k, dim, B = self.n_teachers, self.encoder_.dim, self.batch_size
+        rows = torch.from_numpy(data)
+        order = np.argsort(part, kind="stable")  # rows grouped by teacher
+        sizes = np.bincount(part, minlength=k)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        tgen = torch.Generator().manual_seed(torch_seed(ctx.rng))
+        # k logistic-regression teachers, trained jointly (batched weights; Adam is per coordinate)
         w = torch.nn.Parameter(torch.zeros(k, dim, 1))
         b = torch.nn.Parameter(torch.zeros(k, 1, 1))
+        has_data = torch.from_numpy((sizes > 0).astype(np.float32))[:, None, None]
         gen, student = self.generator_, self.student_
         g_opt = torch.optim.Adam(gen.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
         s_opt = torch.optim.Adam(student.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
-        bce = torch.nn.BCEWithLogitsLoss()
-        tb, B = self.teacher_batch, self.batch_size
-        has_data = torch.from_numpy((sizes > 0).astype(np.float32))[:, None, None]
         # replay buffer of labelled queries (generated rows + noisy labels only: post-processing, free)
-        buf_x = torch.zeros(0, dim)
-        buf_y = torch.zeros(0, 1)
+        buf_x, buf_y = torch.zeros(0, dim), torch.zeros(0, 1)
         cap = B * self.buffer_iters
 
-        def sample_gen(n, grad=False):
-            z = torch.randn(n, self.noise_dim, generator=tgen)
-            if grad:
-                return gen(z, generator=tgen, hard=True)
-            with torch.no_grad():
-                return gen(z, generator=tgen, hard=True)
+        def draw_rows():
+            # one public uniform array of fixed size, scaled to each teacher's own partition
+            local = np.floor(ctx.rng.random((k, self.teacher_batch)) * sizes[:, None]).astype(np.int64)
+            return rows[torch.from_numpy(order[np.minimum(starts[:, None] + local, len(order) - 1)])]
 
         gen.train()
-        for _ in range(self.n_iter):
-            # teachers: own partition (real) vs generated rows (one-hot like the real rows)
-            with torch.no_grad():  # fresh teachers every iteration: they always judge the current generator
-                w.zero_()
-                b.zero_()
-            t_opt = torch.optim.Adam([w, b], lr=self.learning_rate * 5)
-            for _ in range(self.teacher_steps):
-                pick = np.stack([m[model_rng.integers(len(m), size=tb)] if len(m) else np.zeros(tb, np.int64)
-                                 for m in members])
-                real = data[torch.from_numpy(pick)]  # (k, tb, dim)
-                fake = sample_gen(tb).expand(k, tb, dim)  # one shared generated batch for every teacher
-                lr_ = torch.baddbmm(b, real, w)
-                lf_ = torch.baddbmm(b, fake, w)
-                loss_real = torch.nn.functional.binary_cross_entropy_with_logits(lr_, torch.ones_like(lr_),
-                                                                                 reduction="none")
-                loss_fake = torch.nn.functional.binary_cross_entropy_with_logits(lf_, torch.zeros_like(lf_),
-                                                                                 reduction="none")
-                loss = ((loss_real * has_data).mean() + loss_fake.mean())
-                t_opt.zero_grad()
-                loss.backward()
-                t_opt.step()
-            # noisy teacher votes on generated rows -> student labels
-            queries = sample_gen(B)
-            with torch.no_grad():
-                logits = torch.baddbmm(b, queries.expand(k, B, dim), w)[:, :, 0]
-                # each teacher votes 'real' on the queries it scores above its own median on this batch
-                n_real = (logits > logits.median(dim=1, keepdim=True).values).sum(dim=0).numpy().astype(float)
-            n_fake = k - n_real
-            if sigma > 0:
-                n_real = n_real + noise_rng.normal(0.0, sigma, B)
-                n_fake = n_fake + noise_rng.normal(0.0, sigma, B)
-            labels = torch.from_numpy((n_real > n_fake).astype(np.float32))[:, None]
-            buf_x = torch.cat([buf_x, queries])[-cap:]
-            buf_y = torch.cat([buf_y, labels])[-cap:]
-            # student: several steps on the buffer of labelled generated rows
-            for _ in range(self.student_steps):
-                idx = torch.from_numpy(model_rng.integers(len(buf_x), size=B))
-                s_opt.zero_grad()
-                s_loss = bce(student(buf_x[idx]), buf_y[idx])
-                s_loss.backward()
-                s_opt.step()
-            _log.debug("labels mean %.3f, student loss %.3f", float(labels.mean()), float(s_loss))
-            # generator: fool the student
-            for p in student.parameters():
-                p.requires_grad_(False)
-            g_opt.zero_grad()
-            g_loss = bce(student(sample_gen(B, grad=True)), torch.ones(B, 1))
-            g_loss.backward()
-            g_opt.step()
-            for p in student.parameters():
-                p.requires_grad_(True)
+        for _ in progress(range(self.n_iter), self.verbose, "PATE-GAN", total=self.n_iter):
+            self._train_teachers(w, b, has_data, draw_rows, tgen)
+            queries = self._generated(B, tgen)
+            labels = self._votes(w, b, queries, aggregator)
+            buf_x, buf_y = torch.cat([buf_x, queries])[-cap:], torch.cat([buf_y, labels])[-cap:]
+            s_loss = self._train_student(s_opt, buf_x, buf_y, ctx.rng)
+            _log.debug("labels mean %.3f, student loss %.3f", float(labels.mean()), s_loss)
+            self._train_generator(g_opt, tgen)
         gen.eval()
-        self.vote_sigma_ = float(sigma)
-        self.n_queries_ = n_queries
 
-    def _sample_table(self, n_samples, rng):
+    def _generated(self, n: int, tgen, grad: bool = False):
+        """Generated rows, one-hot like the real rows (straight-through Gumbel-softmax)."""
+        import torch
+
+        z = torch.randn(n, self.noise_dim, generator=tgen)
+        if grad:
+            return self.generator_(z, generator=tgen, hard=True)
+        with torch.no_grad():
+            return self.generator_(z, generator=tgen, hard=True)
+
+    def _train_teachers(self, w, b, has_data, draw_rows, tgen) -> None:
+        """Fresh teachers (own partition = real, generated = fake): they always judge the current generator."""
+        import torch
+
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        k, dim, tb = self.n_teachers, self.encoder_.dim, self.teacher_batch
+        with torch.no_grad():
+            w.zero_()
+            b.zero_()
+        t_opt = torch.optim.Adam([w, b], lr=self.learning_rate * 5)
+        for _ in range(self.teacher_steps):
+            real = draw_rows()  # (k, tb, dim)
+            fake = self._generated(tb, tgen).expand(k, tb, dim)  # one shared generated batch for every teacher
+            lr_, lf_ = torch.baddbmm(b, real, w), torch.baddbmm(b, fake, w)
+            loss_real = bce(lr_, torch.ones_like(lr_), reduction="none")
+            loss_fake = bce(lf_, torch.zeros_like(lf_), reduction="none")
+            loss = (loss_real * has_data).mean() + loss_fake.mean()
+            t_opt.zero_grad()
+            loss.backward()
+            t_opt.step()
+
+    def _votes(self, w, b, queries, aggregator: GNMaxAggregator | None):
+        """Student labels: each teacher votes "real" above its own median on the batch; GNMax when private."""
+        import torch
+
+        k, B = self.n_teachers, len(queries)
+        with torch.no_grad():
+            logits = torch.baddbmm(b, queries.expand(k, B, queries.shape[1]), w)[:, :, 0]
+            n_real = (logits > logits.median(dim=1, keepdim=True).values).sum(dim=0).numpy()
+        labels = n_real > k - n_real if aggregator is None else aggregator.labels(n_real)
+        return torch.from_numpy(labels.astype(np.float32))[:, None]
+
+    def _train_student(self, s_opt, buf_x, buf_y, rng: np.random.Generator) -> float:
+        """Several student steps on the replay buffer of labelled generated rows (no real rows)."""
+        import torch
+
+        s_loss = torch.zeros(())
+        for _ in range(self.student_steps):
+            idx = torch.from_numpy(rng.integers(len(buf_x), size=self.batch_size))
+            s_opt.zero_grad()
+            s_loss = torch.nn.functional.binary_cross_entropy_with_logits(self.student_(buf_x[idx]), buf_y[idx])
+            s_loss.backward()
+            s_opt.step()
+        return float(s_loss.detach())
+
+    def _train_generator(self, g_opt, tgen) -> None:
+        """Generator step: fool the student."""
+        import torch
+
+        student = self.student_
+        for p in student.parameters():
+            p.requires_grad_(False)
+        g_opt.zero_grad()
+        logits = student(self._generated(self.batch_size, tgen, grad=True))
+        torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.ones(self.batch_size, 1)).backward()
+        g_opt.step()
+        for p in student.parameters():
+            p.requires_grad_(True)
+
+    def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:
         return generate(self.generator_, self.encoder_, n_samples, self.noise_dim, rng)
