@@ -26,7 +26,7 @@ from _common import RESULTS, SHARED_DATA, markdown_table, measure, write_results
 from skdpsynth.datasets import load_oulad, make_clickstream, make_knowledge_tracing  # noqa: E402
 from skdpsynth.models import DKT, SAKT, GRUSequenceClassifier, sequences_from_long  # noqa: E402
 from skdpsynth.synthesizers import DPHistSeqSynthesizer, DPMarkovSynthesizer  # noqa: E402
-from skdpsynth.synthesizers._sequence import transition_frequencies  # noqa: E402
+from skdpsynth.synthesizers._sequence_data import transition_frequencies  # noqa: E402
 
 OULAD_LABELS = ["Distinction", "Pass", "Fail", "Withdrawn"]
 METHODS = {

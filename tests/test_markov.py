@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import check_estimator
+from sklearn.utils.estimator_checks import check_estimator, check_param_validation
 
 from skdpsynth.datasets import make_clickstream, make_knowledge_tracing
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.synthesizers import DPHistSeqSynthesizer, DPMarkovSynthesizer
-from skdpsynth.synthesizers._sequence import transition_frequencies
+from skdpsynth.synthesizers._sequence_data import transition_frequencies
 from skdpsynth.utils.estimator_checks import check_synthesizer
 
 COLS = {"id_column": "learner_id", "order_column": "position", "event_columns": "activity"}
@@ -60,11 +60,11 @@ def test_budget_never_exceeds_request(clicks):
 
 
 def test_check_synthesizer(clicks):
-    small = clicks.frame[clicks.frame.learner_id < 300]
+    small = clicks.frame[clicks.frame.learner_id < 600]  # both labels well above the DP release threshold
     est = DPMarkovSynthesizer(epsilon=1.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]),
                               max_length=40, random_state=0)
     # "sample_schema" counts rows; a sequence synthesizer's n_samples counts learners (checked below instead)
-    checks = ["determinism", "budget", "no_training_rows", "pickle_roundtrip", "clone"]
+    checks = ["determinism", "noise_unrecoverable", "budget", "no_training_rows", "pickle_roundtrip", "clone"]
     assert set(check_synthesizer(est, small, checks=checks).values()) == {"passed"}
     out = clone(est).fit(small).sample(17, random_state=0)
     assert list(out.columns) == list(small.columns)
@@ -97,6 +97,11 @@ def test_sklearn_check_estimator(cls):
     assert {"check_get_params_invariance", "check_set_params", "check_no_attributes_set_in_init",
             "check_estimators_unfitted", "check_estimators_empty_data_messages",
             "check_estimator_sparse_matrix"} <= passed
+
+
+@pytest.mark.parametrize("cls", [DPMarkovSynthesizer, DPHistSeqSynthesizer])
+def test_parameter_constraints_cover_every_parameter(cls):
+    check_param_validation(cls.__name__, cls())
 
 
 def test_lengths_and_label_groups_preserved(clicks):
@@ -213,7 +218,7 @@ def test_vocabulary_discovered_under_dp_hides_rare_events(clicks):
         est = DPMarkovSynthesizer(epsilon=4.0, delta=1e-6, **COLS, max_length=40, random_state=0).fit(f)
     released = {s[0] for s in est.states_}
     assert "rare_event" not in released and released == set(clicks.schema["vocabulary"])
-    voc = [r for r in est.budget_log_ if r.mechanism == "stability-histogram"]
+    voc = [r for r in est.budget_log_ if r.mechanism == "stability histogram"]
     assert len(voc) == 1 and voc[0].delta == pytest.approx(1e-6)
     out = est.sample(300, random_state=0)
     assert set(out["activity"].dropna()) <= released
@@ -234,7 +239,7 @@ def test_static_columns_and_label_are_per_learner(clicks):
 def test_label_given_as_y(clicks):
     f = clicks.frame
     kw = dict(epsilon=2.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]),
-              max_length=40, random_state=0)
+              max_length=40, random_state=0, reproducible_noise=True)
     est = DPMarkovSynthesizer(**kw).fit(f.drop(columns="outcome"), f["outcome"].to_numpy())
     assert est.n_features_in_ == 3 and list(est.feature_names_in_) == ["learner_id", "position", "activity"]
     out = est.sample(20, random_state=0)
@@ -293,7 +298,7 @@ def test_bad_input_is_rejected_before_any_budget():
 
 def test_documented_handling_unsorted_noncontiguous_ties_and_single_events():
     t = _tiny()
-    kw = dict(epsilon=1.0, **COLS, vocabulary=["a", "b"], max_length=5, random_state=0)
+    kw = dict(epsilon=1.0, **COLS, vocabulary=["a", "b"], max_length=5, random_state=0, reproducible_noise=True)
     base = DPMarkovSynthesizer(**kw).fit(t).sample(50, random_state=0)
     shuffled = DPMarkovSynthesizer(**kw).fit(t.iloc[[5, 3, 0, 4, 2, 1]]).sample(50, random_state=0)
     pd.testing.assert_frame_equal(base, shuffled)  # rows in any order, learners non-contiguous: same fit
@@ -341,3 +346,111 @@ def test_gaussian_mechanism_with_discovered_domain_stays_within_budget(clicks):
     kinds = {r.kind for r in est.budget_log_}
     assert kinds == {"approx", "zcdp"}
     assert est.sample(50, random_state=0)["learner_id"].nunique() == 50
+
+
+def _canary_table(n_common: int = 150, n_private: int = 64) -> pd.DataFrame:
+    """Many learners share five common states; one canary learner visits two of them, then private states."""
+    rng = np.random.default_rng(0)
+    rows = [(i, p, e) for i in range(n_common)
+            for p, e in enumerate(rng.choice([f"c{j}" for j in range(5)], size=6))]
+    canary = ["c0", "c1"] + [f"private{j}" for j in range(n_private)]
+    rows += [(n_common, p, e) for p, e in enumerate(canary)]
+    return pd.DataFrame(rows, columns=["learner_id", "position", "activity"])
+
+
+def test_vocabulary_attack_states_beyond_the_contribution_bound_are_never_released():
+    """An attacker refits many times and watches for the canary's private states.
+
+    The canary counts only its first two distinct states (common ones), so its private states must not even be
+    candidates: the release rate must be consistent with at most delta (the old code released one in 32-35%).
+    """
+    from scipy.stats import beta
+
+    table = _canary_table()
+    fits, hits, delta = 300, 0, 0.02
+    for _ in range(fits):
+        est = DPMarkovSynthesizer(epsilon=2.0, delta=delta, **COLS, max_states_per_learner=2, domain_share=0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the canary's events become the unreleased state
+            est.fit(table)
+        hits += any(str(s[0]).startswith("private") for s in est.states_)
+    lower = beta.ppf(0.001, hits, fits - hits + 1) if hits else 0.0  # one-sided 99.9% Clopper-Pearson bound
+    assert lower <= delta and hits / fits <= 0.05, (hits, fits)
+    assert {s[0] for s in est.states_} <= {f"c{j}" for j in range(5)}
+
+
+def test_bounded_state_counts_counts_only_the_first_distinct_states():
+    from skdpsynth.synthesizers._sequence_domain import bounded_state_counts
+
+    codes = np.array([0, 0, 1, 2, 3, 2, 1, 0])
+    learner = np.array([0, 0, 0, 0, 0, 1, 1, 1])
+    # learner 0 visits 0, 1, then 2, 3 (beyond the bound); learner 1 visits 2, 1, then 0
+    np.testing.assert_array_equal(bounded_state_counts(codes, learner, 2, 4), [1, 2, 1, 0])
+
+
+def _label_canary(clicks) -> pd.DataFrame:
+    f = clicks.frame.copy()
+    f.loc[f.learner_id == 0, "outcome"] = "canary-label"  # one learner's unique label
+    return f
+
+
+def test_learner_domain_estimated_under_dp_hides_a_unique_label(clicks):
+    f = _label_canary(clicks)
+    est = DPMarkovSynthesizer(epsilon=1.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]),
+                              max_length=40)
+    with pytest.warns(UserWarning, match="left out"):
+        est.fit(f)
+    assert est.privacy_spent_.is_private
+    assert set(est.learner_schema_["outcome"].categories) == {"pass", "fail"}
+    assert any(r.kind == "approx" and "'outcome'" in r.target for r in est.budget_log_)
+    out = est.sample(500, random_state=0)
+    assert set(out["outcome"]) == {"pass", "fail"}  # the label is complete by contract: no missing cell
+
+
+def test_non_public_learner_schema_is_recorded_as_non_private(clicks):
+    from skdpsynth.schema import infer_schema
+
+    f = _label_canary(clicks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = infer_schema(f.drop_duplicates("learner_id")[["outcome"]])
+    assert not schema.public and "canary-label" in schema["outcome"].categories
+    kw = dict(epsilon=1.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]), max_length=40)
+    est = DPMarkovSynthesizer(**kw, schema=schema).fit(f)
+    assert "canary-label" in est.learner_schema_["outcome"].categories
+    spent = est.privacy_spent_
+    assert not spent.is_private and np.isinf(spent.epsilon)
+    assert any(r.kind == "none" and "not confirmed public" in r.target for r in est.budget_log_)
+    est.partial_fit(f.assign(learner_id=f.learner_id + 10_000))
+    assert sum(r.kind == "none" for r in est.budget_log_) == 2  # every cohort measured on that domain
+    public = DPMarkovSynthesizer(**kw, schema={"outcome": {"kind": "categorical", "nullable": False,
+                                                           "categories": ["pass", "fail", "canary-label"]}}).fit(f)
+    assert public.privacy_spent_.is_private
+
+
+def test_n_estimate_is_a_dp_count_and_the_default_release_size(clicks):
+    est = DPMarkovSynthesizer(epsilon=1.0, **COLS, vocabulary=list(clicks.schema["vocabulary"]), max_length=40)
+    est.fit(clicks.frame.drop(columns="outcome"))
+    assert isinstance(est.n_estimate_, int) and abs(est.n_estimate_ - 1500) < 300
+    assert est.sample(random_state=0)["learner_id"].nunique() == est.n_estimate_
+    assert not any("1500" in r.target or "1500" in str(r.details) for r in est.budget_log_)
+
+
+def test_release_dtypes_follow_the_schema_not_the_draw():
+    rng = np.random.default_rng(0)
+    n, L = 400, 6
+    table = pd.DataFrame({"learner_id": np.repeat(np.arange(n), L), "position": np.tile(np.arange(L), n),
+                          "activity": rng.integers(0, 3, n * L), "grade": np.repeat(rng.integers(0, 2, n), L)})
+    schema = {"grade": {"kind": "categorical", "categories": [0, 1], "nullable": False}}
+    public = DPMarkovSynthesizer(epsilon=2.0, **COLS, label_column="grade", vocabulary=[0, 1, 2], schema=schema,
+                                 max_length=L).fit(table)
+    nullable = DPMarkovSynthesizer(epsilon=2.0, **COLS, label_column="grade", vocabulary=[0, 1, 2],
+                                   schema={"grade": {**schema["grade"], "nullable": True}}, max_length=L).fit(table)
+    discovered = DPMarkovSynthesizer(epsilon=20.0, delta=1e-3, **COLS, label_column="grade", schema=schema,
+                                     max_length=L).fit(table)
+    for seed in range(3):
+        a, b, c = (est.sample(20, random_state=seed) for est in (public, nullable, discovered))
+        assert a["activity"].dtype == "int64" and a["grade"].dtype == "int64"
+        assert b["grade"].dtype == "Int64" and b["activity"].dtype == "int64"
+        # a DP-discovered vocabulary has the unreleased state: nullable whether or not it was drawn
+        assert c["activity"].dtype == "Int64" and c["grade"].dtype == "int64"

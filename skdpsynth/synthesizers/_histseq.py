@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from skdpsynth.synthesizers._markov import _OUTPUT_DOC, _PARAMS_DOC
-from skdpsynth.synthesizers._sequence import BaseSequenceSynthesizer, noisy_probabilities
+from skdpsynth.privacy import normalise_counts
+from skdpsynth.synthesizers._sequence import BaseSequenceSynthesizer
+from skdpsynth.synthesizers._sequence_docs import OUTPUT_DOC, PARAMS_DOC
 
 __all__ = ["DPHistSeqSynthesizer"]
 
@@ -21,9 +22,9 @@ class DPHistSeqSynthesizer(BaseSequenceSynthesizer):
 
     Parameters
     ----------
-    {_PARAMS_DOC.strip()}
+    {PARAMS_DOC.strip()}
 
-    {_OUTPUT_DOC.strip()}
+    {OUTPUT_DOC.strip()}
 
     Privacy
     -------
@@ -38,6 +39,8 @@ class DPHistSeqSynthesizer(BaseSequenceSynthesizer):
     event_counts_ : ndarray of shape (n_labels, V)
         Noisy counts (summed over cohorts).
     event_probs_ : ndarray of shape (n_labels, V)
+    n_estimate_ : int
+        DP estimate of the number of learners in the latest cohort.
     length_edges_, length_counts_ : ndarray
     n_features_in_, feature_names_in_ : int, ndarray
         Columns of ``X`` (a ``y`` joined as the label is not counted).
@@ -52,7 +55,7 @@ class DPHistSeqSynthesizer(BaseSequenceSynthesizer):
                  label_column=None, static_columns=None, max_length=200, vocabulary=None, schema=None,
                  mechanism="geometric", domain_share=0.1, label_share=0.05, length_share=0.1, length_bins=20,
                  max_states_per_learner=10, static_bins=10, duplicate_order="error", cohort_composition="parallel",
-                 random_state=None):
+                 random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.id_column = id_column
@@ -73,24 +76,22 @@ class DPHistSeqSynthesizer(BaseSequenceSynthesizer):
         self.duplicate_order = duplicate_order
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
 
     def _model_shape(self, n_groups: int, n_states: int) -> tuple[int, ...]:
         return (n_groups, n_states)
-
-    def _init_model(self) -> None:
-        self.event_counts_ = np.zeros(self._model_shape(self.n_groups_, self.n_states_))
 
     def _exact_model_counts(self, states, lengths, labels):
         lab = np.repeat(labels, lengths)
         V = self.n_states_
         return np.bincount(lab * V + states, minlength=self.n_groups_ * V).reshape(self.n_groups_, V)
 
-    def _add_model_counts(self, noisy):
-        self.event_counts_ = self.event_counts_ + noisy
+    def _add_model_counts(self, noisy, first):
+        self.event_counts_ = noisy if first else self.event_counts_ + noisy
 
     def _finalise_model(self) -> None:
-        probs, empty = noisy_probabilities(self.event_counts_, axis=1)
-        overall, none = noisy_probabilities(self.event_counts_.sum(axis=0))
+        probs, empty = normalise_counts(self.event_counts_, axis=1)
+        overall, none = normalise_counts(self.event_counts_.sum(axis=0))
         probs[empty] = overall if not none else np.full(self.n_states_, 1.0 / self.n_states_)
         self.event_probs_ = probs
 

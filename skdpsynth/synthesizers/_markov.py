@@ -2,77 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
+from numbers import Integral
 
-from skdpsynth.synthesizers._sequence import BaseSequenceSynthesizer, noisy_probabilities
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from skdpsynth.privacy import normalise_counts
+from skdpsynth.synthesizers._sequence import BaseSequenceSynthesizer
+from skdpsynth.synthesizers._sequence_data import EventRoles
+from skdpsynth.synthesizers._sequence_docs import OUTPUT_DOC, PARAMS_DOC
 
 __all__ = ["DPMarkovSynthesizer"]
-
-_PARAMS_DOC = """
-    epsilon : float or None, default=1.0
-        Budget per cohort. ``None`` = exact counts, not private (logged as such).
-    delta : float, default=1e-6
-        Spent only on discovering the vocabulary / label categories when they are
-        not given (and, with ``mechanism="gaussian"``, on converting zCDP).
-    id_column, order_column : str, default="id", "order"
-        Learner identifier and event time or position (any sortable type). Rows of
-        a learner need not be contiguous nor sorted.
-    event_columns : str or list of str, default="event"
-        The event; several columns form one joint state (e.g. ``["skill", "correct"]``).
-    label_column : str or None, default=None
-        One outcome per learner. The event model is fitted per label (disjoint
-        learners: parallel composition), so outcome groups keep their own dynamics.
-    static_columns : str, list of str or None, default=None
-        Other per-learner columns (e.g. ``gender``); synthesized jointly with the
-        label through one noisy histogram (numeric ones binned into ``static_bins``).
-    max_length : int, default=200
-        Public contribution bound: each learner's first ``max_length`` events are used;
-        longer sequences are truncated (synthetic lengths are at most ``max_length``).
-    vocabulary : list, dict or None, default=None
-        The public event vocabulary: a list of events (tuples, in ``event_columns``
-        order, for several columns) or a dict ``{column: values}`` whose product is
-        the state space. ``None``: discovered under DP (stability histogram, see
-        Privacy); events not released are kept as one "unreleased" state, written
-        as missing values on sample. With a public vocabulary, events outside it
-        are an error.
-    schema : TableSchema, dict, path or None, default=None
-        Public domain of the label and static columns; ``None``: estimated under DP
-        with :func:`skdpsynth.privacy.estimate_schema`.
-    mechanism : {"geometric", "gaussian"}, default="geometric"
-        Integer Laplace noise (pure DP, L1 sensitivities) or Gaussian noise (zCDP,
-        L2 sensitivities; needs ``delta > 0``).
-    domain_share : float, default=0.1
-        Share of epsilon (and, under ``"gaussian"``, of delta) for the vocabulary
-        and label/static domain when they are not given (first cohort only).
-    label_share : float, default=0.05
-        Share of the remaining budget for the label/static histogram (when any).
-    length_share : float, default=0.1
-        Share of the remaining budget for the per-label length histograms.
-    length_bins : int, default=20
-        Public geometric length bins over ``1 .. max_length``.
-    max_states_per_learner : int, default=10
-        Vocabulary discovery: each learner counts for at most this many distinct states.
-    static_bins : int, default=10
-        Bins of numeric static columns.
-    duplicate_order : {"error", "stable"}, default="error"
-        Events of one learner with equal ``order_column`` values: an error, or kept
-        in their row order (e.g. several clicks on one day).
-    cohort_composition : {"parallel", "sequential"}, default="parallel"
-        How ``partial_fit`` cohorts compose ("parallel": different learners).
-    random_state : None, int or Generator, default=None
-        Seeds the noise and sampling streams.
-"""
-
-_OUTPUT_DOC = """
-    Input and output
-    ----------------
-    ``fit(X)`` takes a long-format event table (one row per event). ``sample(n)``
-    returns ``n`` synthetic learners in the same long format and column names:
-    fresh ids ``0 .. n-1`` in ``id_column``, positions ``0 .. L-1`` in
-    ``order_column`` (positions, not times), the events, the label and static
-    columns repeated on each of a learner's rows. Columns with no role are an
-    error (drop them first); rows may come in any order.
-"""
 
 
 class DPMarkovSynthesizer(BaseSequenceSynthesizer):
@@ -90,14 +30,14 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
 
     Parameters
     ----------
-    {_PARAMS_DOC.strip()}
+    {PARAMS_DOC.strip()}
     order : {{1, 2}}, default=1
         Markov order. The table is dense over the public (or DP-released)
         vocabulary: ``n_labels * (V + 1) ** order * V`` cells, refused beyond
         ``max_cells`` before any budget is spent. Dense noise over every context
         -- observed or not -- is what keeps the set of observed contexts private.
 
-    {_OUTPUT_DOC.strip()}
+    {OUTPUT_DOC.strip()}
 
     Privacy
     -------
@@ -105,19 +45,27 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
     static values. Neighbouring relation: add or remove one learner (all
     their rows). Per cohort, in order:
 
-    1. (first cohort, only when not given) the vocabulary, by a stability
-       histogram of learners per state (L1 sensitivity
-       ``max_states_per_learner``, (eps, delta)-DP), and the label/static
-       domain by :func:`~skdpsynth.privacy.estimate_schema`, sharing
+    1. (first cohort, only when not given) the vocabulary, by
+       :func:`~skdpsynth.privacy.stability_histogram` over learners per state:
+       each learner counts towards at most the first
+       ``max_states_per_learner`` distinct states they visit (L1 sensitivity
+       ``max_states_per_learner``), and only states so counted are candidates,
+       so a state seen only beyond a learner's bound is never released
+       ((eps, delta)-DP); and the label/static domain by
+       :func:`~skdpsynth.privacy.estimate_schema`. Both share
        ``domain_share * epsilon`` (and delta);
     2. the joint histogram of label and static cells (each learner in one
        cell: L1 = L2 sensitivity 1), ``label_share`` of the rest;
     3. the per-label length histograms (one cell per learner: sensitivity 1),
-       ``length_share`` of the rest;
+       ``length_share`` of the rest; their noisy total is ``n_estimate_``;
     4. the per-label transition counts: a learner adds ``L <= max_length``
        transitions (START -> first event, then one per further event), so the
        L1 sensitivity is ``max_length``; the L2 sensitivity is also
        ``max_length`` (worst case: all transitions identical).
+
+    Counts get integer noise (two-sided geometric, or discrete Gaussian under
+    ``mechanism="gaussian"``) from the cohort's noise source (fresh OS
+    entropy unless ``reproducible_noise=True``).
 
     Steps 2-4 run once on the stacked per-label arrays -- the labels are
     disjoint sets of learners, so the chains compose in parallel within each
@@ -137,6 +85,9 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
         Public length bins and noisy per-label counts.
     learner_schema_ : TableSchema or None
         Domain of the label and static columns.
+    n_estimate_ : int
+        DP estimate of the number of learners in the latest cohort (the noisy
+        total of its length histogram; the default ``sample`` size).
     n_features_in_, feature_names_in_ : int, ndarray
         Columns of ``X`` (a ``y`` joined as the label is not counted).
     columns_ : tuple of str
@@ -144,13 +95,18 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
     budget_log_, privacy_spent_ : see :class:`~skdpsynth.base.BaseSynthesizer`
     """
 
+    _parameter_constraints: dict = {
+        **BaseSequenceSynthesizer._parameter_constraints,
+        # any positive order is a Markov chain; orders above 2 are refused as not implemented (see _check_settings)
+        "order": [Interval(Integral, 1, None, closed="left")],
+    }
     _model_name = "transition counts"
 
     def __init__(self, *, epsilon=1.0, delta=1e-6, id_column="id", order_column="order", event_columns="event",
                  label_column=None, static_columns=None, order=1, max_length=200, vocabulary=None, schema=None,
                  mechanism="geometric", domain_share=0.1, label_share=0.05, length_share=0.1, length_bins=20,
                  max_states_per_learner=10, static_bins=10, duplicate_order="error", cohort_composition="parallel",
-                 random_state=None):
+                 random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.id_column = id_column
@@ -172,11 +128,13 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
         self.duplicate_order = duplicate_order
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.order not in (1, 2) or isinstance(self.order, bool):
-            raise ValueError(f"order must be 1 or 2, got {self.order!r}.")
+    def _check_settings(self) -> EventRoles:
+        roles = super()._check_settings()
+        if isinstance(self.order, bool) or self.order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2 (higher orders are not implemented), got {self.order!r}.")
+        return roles
 
     @property
     def _n_ctx(self) -> int:
@@ -184,9 +142,6 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
 
     def _model_shape(self, n_groups: int, n_states: int) -> tuple[int, ...]:
         return (n_groups, (n_states + 1) ** self.order, n_states)
-
-    def _init_model(self) -> None:
-        self.transition_counts_ = np.zeros(self._model_shape(self.n_groups_, self.n_states_))
 
     def _contexts(self, states: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """Context index of every event: its ``order`` predecessors (START = V) in base V + 1."""
@@ -208,19 +163,19 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
         shape = self._model_shape(self.n_groups_, V)
         return np.bincount(flat, minlength=self.n_groups_ * n_ctx * V).reshape(shape)
 
-    def _add_model_counts(self, noisy):
-        self.transition_counts_ = self.transition_counts_ + noisy
+    def _add_model_counts(self, noisy, first):
+        self.transition_counts_ = noisy if first else self.transition_counts_ + noisy
 
     def _finalise_model(self) -> None:
         V, G = self.n_states_, self.n_groups_
         counts = self.transition_counts_
-        probs, empty = noisy_probabilities(counts, axis=2)
+        probs, empty = normalise_counts(counts, axis=2)
         # back-off rows (post-processing of the noisy counts only)
-        unigram, uni_empty = noisy_probabilities(counts.sum(axis=1), axis=1)  # (G, V)
-        overall, none = noisy_probabilities(counts.sum(axis=(0, 1)))
+        unigram, uni_empty = normalise_counts(counts.sum(axis=1), axis=1)  # (G, V)
+        overall, none = normalise_counts(counts.sum(axis=(0, 1)))
         unigram[uni_empty] = overall if not none else np.full(V, 1.0 / V)
         if self.order == 2:
-            first, first_empty = noisy_probabilities(counts.reshape(G, V + 1, V + 1, V).sum(axis=1), axis=2)
+            first, first_empty = normalise_counts(counts.reshape(G, V + 1, V + 1, V).sum(axis=1), axis=2)
             first[first_empty] = np.broadcast_to(unigram[:, None, :], first.shape)[first_empty]
             backoff = np.tile(first, (1, V + 1, 1))  # context (p2, p1) -> row p1
         else:
