@@ -194,6 +194,54 @@ class TableSchema:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(self.to_dict(), fh, indent=2, default=str)
 
+    @classmethod
+    def draft(cls, X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:
+        """A schema to finish from the codebook: kinds, bounds and categories as read from ``X``.
+
+        The draft is marked not yet public (``public=False``): it was read from
+        the data, so a fit with it is recorded as non-private until you check
+        every field against the codebook (widen bounds to the documented range,
+        list every documented category) and set ``"public": true`` in the JSON
+        file (or call :meth:`confirm`). :meth:`checklist` says what to check.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+            The table (private: the draft must not be published as it is).
+        max_categories : int, default=50
+            As in :func:`infer_schema`.
+
+        Returns
+        -------
+        TableSchema
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return infer_schema(X, max_categories=max_categories)
+
+    def confirm(self) -> TableSchema:
+        """The same schema marked public: call only once every field is checked against the codebook."""
+        return replace(self, public=True)
+
+    def checklist(self) -> list[str]:
+        """What to check before a drafted schema may be called public (one line per column, then the file)."""
+        lines = []
+        for c in self.columns:
+            if c.kind in _NUMERIC:
+                what = (f"bounds [{c.lower}, {c.upper}] are the observed minimum and maximum: replace them with the "
+                        "documented range (a wider range costs nothing; the observed extremes are private)")
+            elif c.kind == "categorical":
+                what = (f"{len(c.categories)} categories were seen: list every category the codebook documents "
+                        "(integer codes too), not only those present")
+            else:
+                what = "boolean: nothing to widen"
+            missing = "may be missing" if c.nullable else "is never missing"
+            lines.append(f"{c.name!r} ({c.kind}): {what}; confirm it {missing}.")
+        if not self.public:
+            lines.append('When every column is checked, set "public": true in the file; until then a fit with it '
+                         "is recorded as not end-to-end DP.")
+        return lines
+
     # access -------------------------------------------------------------------
     @property
     def names(self) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skdpsynth import PrivacyLeakWarning, SchemaError, TableSchema, infer_schema
-from skdpsynth.privacy import BudgetAccountant, estimate_schema
+from skdpsynth.privacy import BudgetAccountant, NoiseSource, estimate_schema
 from skdpsynth.schema import ColumnSpec
 
 
@@ -68,8 +68,9 @@ def test_validate_missing_and_extra_columns(mixed_schema, mixed_frame):
 def test_validate_clips_out_of_bounds_with_warning(mixed_schema, mixed_frame):
     df = mixed_frame.copy()
     df.loc[:4, "score"] = 150.0
-    with pytest.warns(UserWarning, match=r"'score' \(5 values\)"):
+    with pytest.warns(UserWarning, match=r"clipped to them in columns 'score'") as caught:  # the count is private
         out = mixed_schema.validate(df)
+    assert "5" not in str(caught[0].message)
     assert out["score"].max() == 100.0
     assert df["score"].max() == 150.0  # input untouched
     with pytest.raises(SchemaError, match="outside the public bounds"):
@@ -99,7 +100,7 @@ def test_infer_schema_warns_and_is_marked_not_public(mixed_frame):
 
 def test_estimate_schema_is_charged_and_close(mixed_frame):
     acc = BudgetAccountant(4.0, 1e-5)
-    schema = estimate_schema(mixed_frame, epsilon=4.0, delta=1e-5, accountant=acc, rng=np.random.default_rng(0))
+    schema = estimate_schema(mixed_frame, epsilon=4.0, delta=1e-5, accountant=acc, noise=NoiseSource.secure())
     eps, delta = acc.spent()
     assert eps <= 4.0 + 1e-9 and delta <= 1e-5
     assert {r.target for r in acc.records} >= {"category discovery in column 'course'"}
@@ -117,8 +118,8 @@ def test_estimate_schema_refuses_when_budget_too_small(mixed_frame):
     from skdpsynth import PrivacyBudgetError
 
     with pytest.raises(PrivacyBudgetError):
-        estimate_schema(mixed_frame, epsilon=1.0, delta=1e-5, accountant=acc, rng=np.random.default_rng(0))
-    assert acc.records == []  # nothing spent
+        estimate_schema(mixed_frame, epsilon=1.0, delta=1e-5, accountant=acc, noise=NoiseSource.secure())
+    assert not acc.records  # nothing spent
 
 
 columns = st.lists(
@@ -160,3 +161,23 @@ def test_validate_property_values_end_in_bounds(values):
     finite = out["x"].dropna()
     assert ((finite >= 0) & (finite <= 100)).all()
     assert out["x"].isna().sum() == pd.Series(values).isna().sum()
+
+
+def test_draft_schema_is_not_public_until_confirmed(tmp_path):
+    import warnings as _w
+
+    import pandas as _pd
+
+    from skdpsynth import DPMarginalsSynthesizer, TableSchema
+
+    X = _pd.DataFrame({"age": [18, 19, 25, 40] * 25, "course": ["a", "b", "a", "c"] * 25})
+    with _w.catch_warnings():
+        _w.simplefilter("error")  # drafting is deliberate: no leak warning
+        draft = TableSchema.draft(X)
+    assert not draft.public
+    notes = draft.checklist()
+    assert any("'age'" in n and "documented range" in n for n in notes) and any('"public": true' in n for n in notes)
+    draft.to_json(tmp_path / "schema.json")
+    fitted = DPMarginalsSynthesizer(epsilon=1.0, schema=tmp_path / "schema.json").fit(X)
+    assert not fitted.privacy_spent_.is_private
+    assert DPMarginalsSynthesizer(epsilon=1.0, schema=draft.confirm()).fit(X).privacy_spent_.is_private
