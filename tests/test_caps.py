@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import warnings
@@ -23,6 +24,7 @@ N_WEEKS = 3  # 12 features: small and fast; the benchmark uses the paper's 17 we
 TINY = dict(target="achievement", m1_hidden=(32,), z1_dim=4, m2_hidden=(16,), z2_dim=2, classifier_hidden=(16,),
             pretrain_epochs=1, n_surrogate=400, epochs=2, batch_size=16, n_public_samples=128, public_batch_size=32,
             replay_new=200, replay_old=200, replay_epochs=1)
+EXPECTED = 110  # a public planning size for the cohorts of 105 / 111 / 115 people
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -53,7 +55,7 @@ def tiny(schema, **kw):
 
 @pytest.fixture(scope="module")
 def three_cycles(cohorts, schema):
-    est = tiny(schema, epsilon=2.0, delta=1e-5)
+    est = tiny(schema, epsilon=2.0, delta=1e-5, expected_cohort_size=EXPECTED)
     est.fit(cohorts[0].frame)
     for b in cohorts[1:]:
         est.partial_fit(b.frame)
@@ -86,8 +88,8 @@ def test_three_cycles_spend_and_log(three_cycles):
         assert d["noise_multiplier"] > 0.5 and d["steps"] >= 1
     labels = [r for r in est.budget_log_ if r.mechanism == "geometric"]
     assert len(labels) == 3 and all(r.epsilon == pytest.approx(0.2) for r in labels)
-    # sample rate follows each cohort's size
-    assert [round(r.details["sample_rate"], 4) for r in sgd] == [round(16 / n, 4) for n in (105, 111, 115)]
+    # the sample rate follows the public expected cohort size, never the cohorts' exact sizes (105, 111, 115)
+    assert [round(r.details["sample_rate"], 4) for r in sgd] == [round(16 / EXPECTED, 4)] * 3
 
 
 def test_sequential_composition_sums(cohorts, schema):
@@ -155,7 +157,7 @@ def test_bad_input_before_any_spend(cohorts, schema):
     with pytest.raises(SchemaError, match="public_data does not match"):
         tiny(schema, public_data=wrong_values).fit(X)
     # a tiny cohort at a tiny epsilon: the calibrated noise would be absurd -> refused up front
-    est = tiny(schema, epsilon=0.05, epochs=20)
+    est = tiny(schema, epsilon=0.05, epochs=20, expected_cohort_size=30)
     with pytest.raises(PrivacyBudgetError, match="too small"):
         est.fit(X.iloc[:30])
     assert not hasattr(est, "budget_log_")
@@ -164,7 +166,7 @@ def test_bad_input_before_any_spend(cohorts, schema):
     with pytest.raises(SchemaError, match="differ"):
         est.partial_fit(cohorts[1].frame.drop(columns=["w02_night"]))
     with pytest.raises(PrivacyBudgetError, match="too small"):
-        est.set_params(epsilon=0.05, epochs=20).partial_fit(cohorts[1].frame.iloc[:30])
+        est.set_params(epsilon=0.05, epochs=20, expected_cohort_size=30).partial_fit(cohorts[1].frame.iloc[:30])
     assert len(est.budget_log_) == n_log
 
 
@@ -172,7 +174,7 @@ def test_public_data_and_surrogate(cohorts, schema):
     pub = make_learning_habits(300, n_weeks=N_WEEKS, cohort_shift=-0.5, random_state=9).data
     est = tiny(schema, public_data=pub).fit(cohorts[0].frame)
     assert est.pretrain_source_ == "public_data"
-    est2 = tiny(schema).fit(cohorts[0].frame)
+    est2 = tiny(schema, public_data=functools.partial(make_learning_habits, n_weeks=N_WEEKS)).fit(cohorts[0].frame)
     assert est2.pretrain_source_ == "surrogate: make_learning_habits"
     # a schema that is not the learning-habit one falls back to independent uniform draws
     frame = cohorts[0].frame.iloc[:, :5].join(cohorts[0].frame["achievement"])
@@ -183,6 +185,85 @@ def test_public_data_and_surrogate(cohorts, schema):
 def test_non_private_mode(cohorts, schema):
     est = tiny(schema, epsilon=None).fit(cohorts[0].frame)
     assert not est.privacy_spent_.is_private and math.isinf(est.privacy_spent_.epsilon)
+
+
+def _plain_values(obj, seen=None, depth=0):
+    """Every (key, value) reachable from ``obj`` (attributes, records, dicts; list items with key None), torch
+    modules skipped."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 8 or isinstance(obj, (torch.nn.Module, torch.Tensor, pd.DataFrame, type)):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k, v
+            yield from _plain_values(v, seen, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield None, v
+            yield from _plain_values(v, seen, depth + 1)
+    elif hasattr(obj, "__dict__"):
+        yield from _plain_values(vars(obj), seen, depth + 1)
+
+
+def _sample_rates(est):
+    return [float(v) for k, v in _plain_values(est) if k == "sample_rate"]
+
+
+@pytest.fixture(scope="module")
+def neighbours():
+    """Neighbouring cohorts: 120 people, and the same 120 plus one."""
+    big = cohort(121, 0.0, 4).frame
+    return big.iloc[:120], big
+
+
+def test_cohort_size_does_not_leak(neighbours, schema):
+    """An attacker holding the fitted estimator, its pickle and its budget log cannot read the exact n."""
+    small, big = neighbours
+    fits = {}
+    for label, kw in (("public", {"expected_cohort_size": 100}), ("dp count", {})):
+        for X in (small, big):
+            est = tiny(schema, epsilon=1.0, reproducible_noise=True, random_state=3, **kw).fit(X)
+            n = len(X)
+            rates = _sample_rates(est)
+            assert rates and all(r > 0 for r in rates)
+            for q in rates:  # batch_size / sample_rate is the public or DP size, not n
+                assert not math.isclose(est.batch_size / q, n, rel_tol=0, abs_tol=1e-6), (label, q)
+            restored = pickle.loads(pickle.dumps(est))
+            leaks = [(k, v) for k, v in _plain_values(restored)
+                     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == n]
+            assert not leaks, (label, n, leaks)
+            assert isinstance(est.n_estimate_, int) and est.n_estimate_ >= 1
+            fits[label, n] = est
+    # with a public size the whole plan is the same for both neighbours: nothing in it depends on n
+    plan = lambda e: ([r.details for r in e.budget_log_ if r.mechanism == "dp-sgd"],  # noqa: E731
+                      [{k: v for k, v in d.items() if k != "cycle"} for d in e.dpsgd_])
+    assert plan(fits["public", 120]) == plan(fits["public", 121])
+    assert not any(r.mechanism == "geometric" and "number of people" in r.target
+                   for r in fits["public", 120].budget_log_)
+    # without one, a small DP count is charged, named in the log, and sets the sample rate
+    est = fits["dp count", 121]
+    count = [r for r in est.budget_log_ if "number of people" in r.target]
+    assert len(count) == 1 and count[0].epsilon == pytest.approx(est.size_share * 1.0)
+    sgd = next(r for r in est.budget_log_ if r.mechanism == "dp-sgd")
+    assert sgd.details["cohort_size_source"].startswith("dp_count")
+    assert sgd.details["sample_rate"] == pytest.approx(min(1.0, 16 / sgd.details["cohort_size"]))
+    assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+
+
+def test_neighbouring_fits_get_fresh_noise(neighbours, schema):
+    """Same random_state on neighbouring data: the noise differs (secure); seeded noise would expose the person."""
+    small, big = neighbours
+    added = np.bincount([list(schema["achievement"].categories).index(big["achievement"].iloc[-1])], minlength=3)
+    seeded = [tiny(schema, epsilon=1.0, expected_cohort_size=100, reproducible_noise=True).fit(X) for X in (small, big)]
+    # identical noise: the difference of the released histograms is exactly the added person's label
+    np.testing.assert_array_equal(seeded[1].label_counts_ - seeded[0].label_counts_, added)
+    secure = [tiny(schema, epsilon=1.0, expected_cohort_size=100).fit(X) for X in (small, big, small)]
+    assert not np.array_equal(secure[1].label_counts_ - secure[0].label_counts_, added)
+    # DP-SGD's noise and batches are fresh too: the same data and random_state give a different M2
+    w = [torch.cat([p.detach().flatten() for p in e.m2_.parameters()]) for e in (secure[0], secure[2])]
+    assert not torch.equal(w[0], w[1])
+    assert not secure[0].privacy_spent_.reproducible_noise and seeded[0].privacy_spent_.reproducible_noise
 
 
 def test_global_torch_rng_untouched_and_pickle(cohorts, schema):
@@ -203,8 +284,8 @@ def test_dp_step_clips_and_public_step_does_not_mix():
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
-    from skdpsynth.synthesizers._caps import dp_step, public_step
     from skdpsynth.synthesizers._caps_nn import M2Model, init_module
+    from skdpsynth.synthesizers._caps_training import dp_step, public_step
 
     m2 = init_module(lambda: M2Model(4, 3, (8,), 2, (8,)), 0)
     ref = init_module(lambda: M2Model(4, 3, (8,), 2, (8,)), 0)
@@ -239,8 +320,8 @@ def test_empty_poisson_batch_is_noise_only():
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
-    from skdpsynth.synthesizers._caps import dp_step
     from skdpsynth.synthesizers._caps_nn import M2Model, init_module
+    from skdpsynth.synthesizers._caps_training import dp_step
 
     m2 = init_module(lambda: M2Model(4, 3, (8,), 2, (8,)), 0)
     gsm = GradSampleModule(m2, loss_reduction="sum")
@@ -264,6 +345,14 @@ def test_check_estimator_applicable_checks(cohorts, schema):
         results = check_estimator(est, on_fail=None, expected_failed_checks=INAPPLICABLE)
     failed = [r for r in results if r["status"] == "failed"]
     assert not failed, [(r["check_name"], str(r["exception"])[:200]) for r in failed]
+
+
+def test_declared_parameters_are_validated():
+    """scikit-learn's check_param_validation: one constraint per parameter, each enforced before any work."""
+    from sklearn.utils.estimator_checks import check_param_validation
+
+    check_param_validation("CAPSSynthesizer", CAPSSynthesizer(**{**TINY, "target": "y"}, epsilon=None,
+                                                               random_state=0))
 
 
 # checks of scikit-learn's suite that do not apply, with the reason: none fail. (check_array_api_input is

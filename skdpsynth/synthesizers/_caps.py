@@ -1,42 +1,54 @@
 """CAPS: cyclic adaptive private synthesis (Ito, Hsu & Ogata; papers/caps.md).
 
+(Over 400 lines: about 150 are the estimator's parameter documentation.)
+
 One cycle per cohort:
 
 1. (first cycle only) pre-train M1, an unconditional VAE over the features, on
-   public data (or a documented data-free surrogate);
-2. SPSSL: train a fresh M2 (Kingma et al. 2014) on M1's latent z1 with the label,
-   the private labelled loss through DP-Adam (Opacus: Poisson sampling,
-   per-example clipping, Gaussian noise) and the unlabelled loss on samples from
-   M1 (public) through plain Adam steps;
+   public data (:mod:`._caps_surrogate`);
+2. SPSSL (:mod:`._caps_training`): train a fresh M2 (Kingma et al. 2014) on M1's
+   latent z1 with the label, the private labelled loss through DP-SGD
+   (:mod:`skdpsynth.privacy._dpsgd`) and the unlabelled loss on samples from M1
+   (public) through plain Adam steps;
 3. release: M1 + M2 and a DP label histogram;
 4. generative replay: update M1 on samples of M1 + M2 mixed with samples of the old
    M1 (post-processing), for the next cycle.
+
+This module is the estimator: parameters, validation, label spaces, one cycle's
+flow and sampling. What a cycle charges, and the DP-SGD plan from a public or DP
+cohort size, is in :mod:`._caps_privacy`; the networks in :mod:`._caps_nn`.
 """
 
 from __future__ import annotations
 
-import copy
-import logging
 import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval
 
-from skdpsynth.base import BaseTabularSynthesizer, resolve_schema
-from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._mechanisms import geometric_mechanism
-from skdpsynth.schema import ColumnSpec, TableSchema
+from skdpsynth.base import BaseTabularSynthesizer, FitContext, TableInput
+from skdpsynth.exceptions import SchemaError
+from skdpsynth.privacy._accounting import BudgetRecord
+from skdpsynth.privacy._postprocess import normalise_counts
+from skdpsynth.schema import ColumnSpec, TableSchema, resolve_schema
+from skdpsynth.synthesizers._caps_privacy import CyclePrivacy, dpsgd_report
+from skdpsynth.synthesizers._caps_surrogate import check_public_frame, public_rows
 from skdpsynth.utils._random import check_random_state, torch_seed
-from skdpsynth.utils._validation import check_n_samples
 
 __all__ = ["CAPSSynthesizer"]
 
-logger = logging.getLogger(__name__)
+_POS_INT = [Interval(Integral, 1, None, closed="left")]
+_NONNEG_INT = [Interval(Integral, 0, None, closed="left")]
+_POS = [Interval(Real, 0, None, closed="neither")]
+_NONNEG = [Interval(Real, 0, None, closed="left")]
+_SHARE = [Interval(Real, 0, 1, closed="neither")]
+_LAYERS = [tuple, list]
 
 
 def _label_categories(spec: ColumnSpec) -> tuple:
@@ -51,12 +63,14 @@ def _label_categories(spec: ColumnSpec) -> tuple:
     )
 
 
-def _progress(iterable, verbose: int, desc: str, total: int | None = None):
-    if verbose >= 1:
-        from tqdm.auto import tqdm
-
-        return tqdm(iterable, desc=desc, total=total, leave=False)
-    return iterable
+def _label_space_arg(label_space: Sequence | None) -> tuple | None:
+    if label_space is None:
+        return None
+    if isinstance(label_space, str) or not isinstance(label_space, Sequence):
+        raise TypeError(f"label_space must be a sequence of labels, got {label_space!r}.")
+    if len(set(label_space)) < 2 or len(set(label_space)) != len(label_space):
+        raise SchemaError(f"label_space needs at least two distinct labels, got {list(label_space)}.")
+    return tuple(label_space)
 
 
 class CAPSSynthesizer(BaseTabularSynthesizer):
@@ -65,25 +79,38 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
     ``fit`` pre-trains M1 on public data and runs one cycle; each ``partial_fit``
     runs one more cycle on a new cohort (new people); the label space may change
     between cycles (``label_space=``). ``sample`` draws labels from the cycle's DP
-    label histogram (or fixes them with ``conditions``), then z2 from the prior,
-    z1 from M2 and x from M1.
+    label histogram (or fixes them with ``sample(n, conditions={target: label})``),
+    then z2 from the prior, z1 from M2 and x from M1.
 
     Parameters
     ----------
     epsilon : float or None, default=1.0
         Budget per cohort (cycle). ``None`` trains without DP (not private).
     delta : float, default=1e-5
-        delta per cohort (DP-SGD, and the domain when ``schema`` is None).
+        delta per cohort (DP-SGD, and the domain when ``schema`` is None); must be > 0.
     target : str
         The label column (categorical; its public categories are the label space).
-    public_data : DataFrame or None, default=None
+    public_data : DataFrame, callable or None, default=None
         Public, unlabelled feature rows (same feature columns and schema) to
-        pre-train M1. When None a surrogate is simulated from the public schema:
-        :func:`skdpsynth.datasets.make_learning_habits` when the features are the
-        learning-habit schema, otherwise independent uniform draws from the schema.
+        pre-train M1; or a simulator of such rows, called as
+        ``public_data(n_surrogate, random_state=seed)`` and returning a DataFrame
+        or a Bunch with a ``data`` DataFrame (e.g.
+        ``functools.partial(make_learning_habits, n_weeks=17)``). When None, a
+        data-free surrogate of independent uniform draws from the public schema.
     schema : TableSchema, dict, path or None, default=None
         Public domain of features and target (should be given; estimated under DP
         with ``domain_share`` of the budget otherwise).
+    expected_cohort_size : int or None, default=None
+        Public number of people expected in each cohort (e.g. a class size). It
+        alone sets DP-SGD's Poisson sample rate ``q = min(1, batch_size /
+        expected_cohort_size)`` and ``steps = round(epochs / q)``, so the plan and
+        a refusal (``max_noise_multiplier``) happen before any budget is spent.
+        ``None``: each cycle first charges a small DP count of the cohort
+        (``size_share * epsilon``, a ``"number of people"`` record in
+        ``budget_log_``) and plans from it. The exact cohort size is never used:
+        with Poisson sampling at rate ``q`` the DP-SGD guarantee holds whatever
+        the actual size; a wrong value only changes the realised batch size
+        (about ``q`` times the actual size).
     m1_hidden : tuple of int, default=(128,)
         Hidden layers of M1's encoder (mirrored in its decoder).
     z1_dim : int, default=16
@@ -102,11 +129,11 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         Epochs of M1 pre-training on the public data.
     pretrain_batch_size : int, default=256
     n_surrogate : int, default=10000
-        Rows of surrogate public data when ``public_data`` is None.
+        Rows of simulated public data when ``public_data`` is None or a callable.
     epochs : int, default=30
         Private epochs of SPSSL: ``steps = round(epochs / sample_rate)`` DP steps.
     batch_size : int, default=32
-        Expected private batch: ``sample_rate = batch_size / n_cohort``.
+        Expected private batch, relative to ``expected_cohort_size`` (or its DP count).
     max_grad_norm : float, default=1.0
         Per-example clipping norm.
     lr : float, default=1e-3
@@ -126,14 +153,23 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         processing); used for sampling and for the replay into the next cycle's M1.
     label_share : float, default=0.1
         Share of the cohort's epsilon for the DP label histogram.
+    size_share : float, default=0.05
+        Share of the cohort's epsilon for the DP count of the cohort when
+        ``expected_cohort_size`` is None (unused otherwise).
     max_noise_multiplier : float, default=50.0
-        Refuse (before any spend) a cohort whose calibrated noise multiplier exceeds this.
+        Refuse a cohort whose calibrated noise multiplier exceeds this.
     domain_share : float, default=0.1
         Share of epsilon and delta for the DP schema when ``schema`` is None.
     cohort_composition : {"parallel", "sequential"}, default="parallel"
         "parallel": every cohort is different people (each person's guarantee is
         one cycle's (epsilon, delta)); "sequential" when people may recur.
     random_state : int, Generator or None, default=None
+        Seeds everything that is not privacy noise: initialisation, public
+        samples and steps, replay, sampling.
+    reproducible_noise : bool, default=False
+        Derive the privacy noise from random_state (tests and papers only: such
+        a release is not publishable). By default the label noise, DP-SGD's
+        Gaussian noise and its Poisson batches come from fresh OS entropy.
     verbose : int, default=0
         ``>= 1`` shows tqdm progress bars (pre-training, SPSSL, replay).
 
@@ -141,44 +177,72 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
     ----------
     n_cycles_ : int
         Cycles run (= ``n_cohorts_``).
+    n_estimate_ : int
+        DP estimate of the latest cohort's size: the noisy label histogram's
+        total, combined (inverse-variance) with the DP count when there is one.
     label_space_ : tuple
         The current cycle's label space.
+    label_counts_ : ndarray of int
+        The current cycle's noisy label histogram (DP).
     label_probs_ : ndarray
-        DP label distribution of the current cycle (for sampling).
+        Its projection onto the simplex (for sampling).
     dpsgd_ : list of dict
-        Per cycle: noise multiplier, sample rate, steps and the accounting report.
+        Per cycle: noise multiplier, sample rate, steps, the planning cohort size
+        and its source (public or DP), and the accounting report.
     m1_, m2_ : torch modules
         The released M1 (of the current cycle) and M2.
+    m1_next_ : torch module
+        M1 after generative replay: the next cycle's M1.
+    pretrain_source_ : str
+        Where M1's pre-training rows came from.
 
     Privacy
     -------
     Neighbouring relation: add/remove one person (one row) of a cohort. Per
-    cycle: the label histogram (L1 sensitivity 1, two-sided geometric,
-    ``label_share * epsilon``), then DP-SGD on the labelled loss (per-example L2
-    clipping to ``max_grad_norm``, Gaussian noise ``noise_multiplier *
-    max_grad_norm``, Poisson sampling at ``batch_size / n``; the noise multiplier
-    is calibrated with the RDP accountant so that its epsilon is at most the rest
-    of the budget and its delta is ``delta``), recorded as one ``"dp-sgd"``
-    ``approx`` record with its RDP epsilon and, in ``details``, the PLD epsilon and
-    mu-GDP. Public data, samples from M1 and generative replay are not charged
-    (public / post-processing). The cohort size ``n`` sets the sample rate and is
-    treated as public (class sizes usually are). Cohorts compose per
-    ``cohort_composition``.
+    cycle: when ``expected_cohort_size`` is None, a DP count of the cohort
+    (geometric, ``size_share * epsilon``); the label histogram (L1 sensitivity 1,
+    two-sided geometric, ``label_share * epsilon``); then DP-SGD on the labelled
+    loss (per-example L2 clipping to ``max_grad_norm``, Gaussian noise
+    ``noise_multiplier * max_grad_norm``, Poisson sampling at rate ``q``), its
+    noise multiplier calibrated by the RDP accountant to the rest of the budget
+    (and ``delta``), charged as one ``"dp-sgd"`` ``approx`` record before the first
+    step (``details``: the PLD epsilon, mu-GDP and the planning cohort size and
+    its source). ``q`` and the steps come only from ``expected_cohort_size`` or
+    the DP count, never from the exact size: Poisson subsampling at a fixed rate
+    ``q`` gives the same guarantee for any actual cohort size. Public data,
+    samples from M1 and generative replay are not charged (public /
+    post-processing). Cohorts compose per ``cohort_composition``.
     """
 
+    _parameter_constraints: dict = {
+        **BaseTabularSynthesizer._parameter_constraints,
+        "target": [str, None],
+        "public_data": [pd.DataFrame, callable, None],
+        "expected_cohort_size": [Interval(Integral, 1, None, closed="left"), None],
+        "m1_hidden": _LAYERS, "z1_dim": _POS_INT, "m2_hidden": _LAYERS, "z2_dim": _POS_INT,
+        "classifier_hidden": _LAYERS, "beta1": _NONNEG, "beta2": _NONNEG, "alpha": _NONNEG,
+        "pretrain_epochs": _NONNEG_INT, "pretrain_batch_size": _POS_INT, "n_surrogate": _NONNEG_INT,
+        "epochs": _POS_INT, "batch_size": _POS_INT, "max_grad_norm": _POS, "lr": _POS,
+        "n_public_samples": _POS_INT, "public_batch_size": _POS_INT, "replay_new": _NONNEG_INT,
+        "replay_old": _NONNEG_INT, "replay_epochs": _NONNEG_INT, "replay_batch_size": _POS_INT,
+        "adapt_prior": ["boolean"], "label_share": _SHARE, "size_share": _SHARE, "max_noise_multiplier": _POS,
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION, "verbose": ["verbose"],
+    }
+
     def __init__(self, *, epsilon=1.0, delta=1e-5, target=None, public_data=None, schema=None,
-                 m1_hidden=(128,), z1_dim=16, m2_hidden=(32,), z2_dim=4, classifier_hidden=(32,),
-                 beta1=1.0, beta2=1.0, alpha=1.0, pretrain_epochs=10, pretrain_batch_size=256,
-                 n_surrogate=10000, epochs=30, batch_size=32, max_grad_norm=1.0, lr=1e-3,
+                 expected_cohort_size=None, m1_hidden=(128,), z1_dim=16, m2_hidden=(32,), z2_dim=4,
+                 classifier_hidden=(32,), beta1=1.0, beta2=1.0, alpha=1.0, pretrain_epochs=10,
+                 pretrain_batch_size=256, n_surrogate=10000, epochs=30, batch_size=32, max_grad_norm=1.0, lr=1e-3,
                  n_public_samples=2000, public_batch_size=64, replay_new=10000, replay_old=10000,
-                 replay_epochs=3, replay_batch_size=256, adapt_prior=False, label_share=0.1,
+                 replay_epochs=3, replay_batch_size=256, adapt_prior=False, label_share=0.1, size_share=0.05,
                  max_noise_multiplier=50.0, domain_share=0.1, cohort_composition="parallel",
-                 random_state=None, verbose=0):
+                 random_state=None, reproducible_noise=False, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.target = target
         self.public_data = public_data
         self.schema = schema
+        self.expected_cohort_size = expected_cohort_size
         self.m1_hidden = m1_hidden
         self.z1_dim = z1_dim
         self.m2_hidden = m2_hidden
@@ -202,10 +266,12 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         self.replay_batch_size = replay_batch_size
         self.adapt_prior = adapt_prior
         self.label_share = label_share
+        self.size_share = size_share
         self.max_noise_multiplier = max_noise_multiplier
         self.domain_share = domain_share
         self.cohort_composition = cohort_composition
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
         self.verbose = verbose
 
     # -- public API ---------------------------------------------------------------------
@@ -225,11 +291,7 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         -------
         self
         """
-        self._pending_label_space = None if label_space is None else tuple(label_space)
-        try:
-            return super().fit(X, y)
-        finally:
-            self._pending_label_space = None
+        return super().fit(X, y, label_space=_label_space_arg(label_space))
 
     def partial_fit(self, X: Any, y: Any = None, *, label_space: Sequence | None = None) -> CAPSSynthesizer:
         """Run one more cycle (SPSSL on the new cohort, then generative replay).
@@ -243,63 +305,19 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         label_space : sequence, optional
             Public label space of this cycle when it differs from the previous
             cycle's (e.g. exam grades -> essay grades); M2 and the label histogram
-            then use it.
+            then use it, and so do later cycles.
 
         Returns
         -------
         self
         """
-        if not hasattr(self, "budget_log_"):
-            return self.fit(X, y, label_space=label_space)
-        self._pending_label_space = None if label_space is None else tuple(label_space)
-        try:
-            return super().partial_fit(X, y)
-        finally:
-            self._pending_label_space = None
+        return super().partial_fit(X, y, label_space=_label_space_arg(label_space))
 
     @property
     def n_cycles_(self) -> int:
         """Number of cycles run."""
         self._check_fitted()
         return self.n_cohorts_
-
-    def sample(self, n_samples: int, *, random_state: Any = None,
-               conditions: Mapping[str, Any] | None = None) -> pd.DataFrame:
-        """Draw synthetic rows (post-processing: spends no budget).
-
-        Parameters
-        ----------
-        n_samples : int
-            Number of rows.
-        random_state : None, int or Generator
-            ``None`` continues the synthesizer's own stream.
-        conditions : mapping, optional
-            ``{target: label}`` fixes the label of every row (conditional
-            generation); only the target can be conditioned on.
-
-        Returns
-        -------
-        pandas.DataFrame
-        """
-        self._check_fitted()
-        n_samples = check_n_samples(n_samples)
-        label = None
-        if conditions:
-            if not isinstance(conditions, Mapping):
-                raise TypeError(f"conditions must be a mapping like {{{self.target!r}: label}}.")
-            other = [k for k in conditions if k != self.target]
-            if other:
-                raise ValueError(f"CAPSSynthesizer can only condition on the target {self.target!r}; got {other}.")
-            label = conditions[self.target]
-            if label not in self.label_space_:
-                raise ValueError(
-                    f"condition {self.target!r}={label!r} is not in the current label space {list(self.label_space_)}.")
-        rng = self._sample_rng_ if random_state is None else check_random_state(random_state)
-        self._sample_label = label
-        try:
-            return self._sample(n_samples, rng)
-        finally:
-            self._sample_label = None
 
     def predict_label_proba(self, X: pd.DataFrame) -> np.ndarray:
         """q(y | z1) of the released M2 on feature rows (z1 = M1 encoder mean); columns follow ``label_space_``."""
@@ -327,15 +345,14 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         self._check_fitted()
         g = torch.Generator().manual_seed(torch_seed(check_random_state(random_state)))
         x = self._feature_tensor(X)
-        labels = self._label_codes(X[self.target])
+        labels = self._label_codes(X[self.target], self.label_space_)
         y = torch.from_numpy(labels)
         with torch.no_grad():
             mu, lv = self.m1_.encode(x)
             z1 = mu + (0.5 * lv).exp() * torch.randn(mu.shape, generator=g)
             m2, l2 = self.m2_.posterior_z2(z1, y)
             z2 = m2 + (0.5 * l2).exp() * torch.randn(m2.shape, generator=g)
-            z1r = self.m2_.generate_z1(y, z2, g)
-            out = self.m1_.decoder(z1r)
+            out = self.m1_.decoder(self.m2_.generate_z1(y, z2, g))
             feats = self.codec_.sample(out, self.m1_.logvar(), g)
         feats[self.target] = np.array(self.label_space_, dtype=object)[labels]
         return feats[list(self.columns_)]
@@ -344,50 +361,22 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
     def _features(self, columns) -> list[str]:
         return [c for c in columns if c != self.target]
 
-    def _check_params(self) -> None:
-        if self.target is None or not isinstance(self.target, str):
+    def _check_settings(self) -> None:
+        """Semantic checks the declared constraints cannot express."""
+        if self.target is None:
             raise ValueError("CAPSSynthesizer needs target=<name of the label column> (a string).")
-        for name in ("epochs", "batch_size", "pretrain_epochs", "pretrain_batch_size", "z1_dim", "z2_dim",
-                     "n_public_samples", "public_batch_size", "replay_batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
-        for name in ("replay_new", "replay_old", "replay_epochs", "n_surrogate"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {v!r}.")
-        for name in ("max_grad_norm", "lr", "max_noise_multiplier"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not v > 0:
-                raise ValueError(f"{name} must be positive, got {v!r}.")
-        for name in ("beta1", "beta2", "alpha"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or v < 0:
-                raise ValueError(f"{name} must be >= 0, got {v!r}.")
-        if not 0 < self.label_share < 1:
-            raise ValueError(f"label_share must be in (0, 1), got {self.label_share!r}.")
-        if self.cohort_composition not in ("parallel", "sequential"):
-            raise ValueError(f"cohort_composition must be 'parallel' or 'sequential', got {self.cohort_composition!r}.")
+        for name in ("m1_hidden", "m2_hidden", "classifier_hidden"):
+            layers = getattr(self, name)
+            if not all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) and h > 0 for h in layers):
+                raise ValueError(f"{name} must be a sequence of positive integers, got {layers!r}.")
 
-    def _check_input(self, X: Any, y: Any, reset: bool) -> pd.DataFrame:
-        self._check_params()
+    def _check_input(self, X: Any, y: Any, reset: bool) -> TableInput:
+        self._check_settings()
         frame = self._check_columns(
             X, y, reset, y_name=self.target,
             why="CAPS needs the same feature space (and target) in every cycle, in the same order.")
-        if self.target not in frame.columns:
-            raise SchemaError(f"target column {self.target!r} is not in X (columns: {list(frame.columns)[:10]}...).")
-        features = self._features(frame.columns)
-        if not features:
-            raise SchemaError("X has no feature columns besides the target.")
-        target = frame[self.target]
-        if target.isna().any():
-            raise SchemaError(f"target column {self.target!r} has {int(target.isna().sum())} missing values; "
-                              "every private row needs a label.")
-        if pd.api.types.is_float_dtype(target.dtype) and (np.abs(target - np.round(target)) > 0).any():
-            raise SchemaError(f"target column {self.target!r} holds non-integer numbers: CAPS needs a class label.")
-        if target.nunique() < 2:
-            raise SchemaError(f"target column {self.target!r} is constant: M2 needs at least two classes.")
-        schema = self.schema_ if not reset else resolve_schema(self.schema)
+        features = self._check_target(frame)
+        schema = resolve_schema(self.schema) if reset else self.schema_
         if schema is not None:
             missing = [c for c in frame.columns if c not in schema]
             if missing:
@@ -395,15 +384,26 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 schema.select(features).validate(frame[features])
-            labels = self._pending_label_space or (
-                self.label_space_ if not reset else _label_categories(schema[self.target]))
-            self._check_labels(target, labels)
-        elif self._pending_label_space is not None:
-            self._check_labels(target, self._pending_label_space)
-        if reset:
-            self._check_public(features, schema)
-        self._plan_ = self._plan(len(frame), schema_given=(resolve_schema(self.schema) is not None) or not reset)
-        return frame
+        if reset and isinstance(self.public_data, pd.DataFrame):
+            check_public_frame(self.public_data, features, schema, target=self.target)
+        self._privacy(reset).check_before_spend()  # with a public size: plan and refuse before any spend
+        # the target is validated against this cycle's label space in _fit_cohort (it may change per cycle)
+        return TableInput(frame)
+
+    def _check_target(self, frame: pd.DataFrame) -> list[str]:
+        if self.target not in frame.columns:
+            raise SchemaError(f"target column {self.target!r} is not in X (columns: {list(frame.columns)[:10]}...).")
+        features = self._features(frame.columns)
+        if not features:
+            raise SchemaError("X has no feature columns besides the target.")
+        target = frame[self.target]
+        if target.isna().any():
+            raise SchemaError(f"target column {self.target!r} has missing values; every private row needs a label.")
+        if pd.api.types.is_float_dtype(target.dtype) and (np.abs(target - np.round(target)) > 0).any():
+            raise SchemaError(f"target column {self.target!r} holds non-integer numbers: CAPS needs a class label.")
+        if target.nunique() < 2:
+            raise SchemaError(f"target column {self.target!r} is constant: M2 needs at least two classes.")
+        return features
 
     def _check_labels(self, target: pd.Series, labels: Sequence) -> None:
         if len(labels) < 2:
@@ -414,84 +414,90 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
             raise SchemaError(f"target column {self.target!r} has labels {unknown[:5]} outside this cycle's label "
                               f"space {list(labels)}; pass label_space=[...] to partial_fit for a new label space.")
 
-    def _check_public(self, features: list[str], schema: TableSchema | None) -> None:
-        pub = self.public_data
-        if pub is None:
-            return
-        if not isinstance(pub, pd.DataFrame):
-            raise SchemaError("public_data must be a pandas DataFrame of feature rows.")
-        cols = [c for c in pub.columns if c != self.target]
-        if cols != features:
-            raise SchemaError(
-                f"public_data has columns {cols[:8]}... but the private features are {features[:8]}...: "
-                "the public data must share the private data's feature schema (same columns, same order).")
-        if len(pub) < 2:
-            raise SchemaError("public_data needs at least two rows.")
-        if schema is not None:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)
-                    schema.select(features).validate(pub[features], clip=False)
-            except SchemaError as exc:
-                raise SchemaError(f"public_data does not match the feature schema: {exc}") from exc
+    def _privacy(self, first: bool) -> CyclePrivacy:
+        """This cycle's budget split and DP-SGD schedule (parameters only; raises before any spend)."""
+        return CyclePrivacy.of(self, self._domain_budget(resolve_schema(self.schema) is not None or not first))
 
-    def _budget_split(self, schema_given: bool) -> tuple[float, float, float]:
-        """(epsilon of the label histogram, epsilon of DP-SGD, delta of DP-SGD)."""
-        eps_dom, delta_dom = self._domain_budget(schema_given)
-        eps_label = self.label_share * self.epsilon
-        return eps_label, self.epsilon - eps_dom - eps_label, self.delta - delta_dom
+    def _planned_model_cost(self, X, eps_dom, delta_dom) -> list[BudgetRecord]:
+        return [] if self.epsilon is None else self._privacy(True).planned_records()
 
-    def _plan(self, n: int, schema_given: bool) -> dict:
-        from skdpsynth.privacy._dpsgd import calibrate_noise_multiplier
-
-        q = min(1.0, self.batch_size / n)
-        steps = max(1, int(round(self.epochs / q)))
-        plan = {"n": n, "sample_rate": q, "steps": steps, "noise_multiplier": 0.0}
-        if self.epsilon is None:
-            return plan
-        eps_label, eps_sgd, delta_sgd = self._budget_split(schema_given)
-        if eps_sgd <= 0 or delta_sgd <= 0:
-            raise PrivacyBudgetError(
-                f"nothing is left for DP-SGD (epsilon {eps_sgd:.3g}, delta {delta_sgd:.3g}); lower label_share or "
-                "domain_share, or give a schema; DP-SGD needs delta > 0.")
-        try:
-            sigma = calibrate_noise_multiplier(epsilon=eps_sgd, delta=delta_sgd, sample_rate=q, steps=steps)
-        except ValueError as exc:
-            raise PrivacyBudgetError(
-                f"a cohort of {n} people is too small for epsilon={self.epsilon}: no DP-SGD noise multiplier "
-                f"reaches epsilon={eps_sgd:.3g} with {steps} steps at sample rate {q:.3g} ({exc})") from exc
-        if sigma > self.max_noise_multiplier:
-            raise PrivacyBudgetError(
-                f"a cohort of {n} people is too small for epsilon={self.epsilon} with epochs={self.epochs}, "
-                f"batch_size={self.batch_size}: DP-SGD would need noise multiplier {sigma:.3g} "
-                f"(> max_noise_multiplier={self.max_noise_multiplier}), i.e. noise that swamps the gradients. "
-                "Raise epsilon, lower epochs, or raise batch_size.")
-        plan.update(noise_multiplier=sigma, epsilon_sgd=eps_sgd, delta_sgd=delta_sgd, epsilon_label=eps_label)
-        return plan
-
-    def _planned_model_cost(self, X, eps_dom, delta_dom):
-        if self.epsilon is None:
-            return []
-        eps_label, eps_sgd, delta_sgd = self._budget_split(False)
-        return [BudgetRecord("geometric", "label histogram", "pure", epsilon=eps_label),
-                BudgetRecord("dp-sgd", "M2 labelled loss", "approx", epsilon=eps_sgd, delta=delta_sgd)]
-
-    def _resolve_domain(self, X, accountant, rng) -> TableSchema:
-        schema = super()._resolve_domain(X, accountant, rng)
+    # -- label spaces ------------------------------------------------------------------------
+    def _resolve_domain(self, X: pd.DataFrame, ctx: FitContext) -> TableSchema:
+        schema = super()._resolve_domain(X, ctx)
         spec = schema[self.target]
-        labels = self._pending_label_space or _label_categories(spec)
+        labels = ctx.params.get("label_space") or _label_categories(spec)
         return self._with_labels(schema, labels, nullable=spec.nullable and resolve_schema(self.schema) is None)
 
     def _with_labels(self, schema: TableSchema, labels: Sequence, nullable: bool = False) -> TableSchema:
         spec = ColumnSpec(self.target, "categorical", categories=tuple(labels), nullable=nullable)
         return replace(schema, columns=tuple(spec if c.name == self.target else c for c in schema.columns))
 
-    # -- fitting --------------------------------------------------------------------------
-    def _fit_cohort(self, X, accountant, rngs, first):
-        if not first and self._pending_label_space is not None:
-            self.schema_ = self._with_labels(self.schema_, self._pending_label_space)
-        super()._fit_cohort(X, accountant, rngs, first)
+    def _fit_cohort(self, data: TableInput, ctx: FitContext) -> None:
+        space = ctx.params.get("label_space")
+        given = resolve_schema(self.schema)
+        target = data.frame[self.target]
+        if not ctx.first:  # before any spend
+            self._check_labels(target, space or self.label_space_)
+        elif given is not None or space is not None:
+            self._check_labels(target, space or _label_categories(given[self.target]))
+        previous = None if ctx.first else self.schema_
+        if previous is not None and space is not None:
+            self.schema_ = self._with_labels(previous, space)
+        try:
+            super()._fit_cohort(data, ctx)
+        except BaseException:
+            if previous is not None:
+                self.schema_ = previous
+            raise
 
+    # -- one cycle ---------------------------------------------------------------------------------
+    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+        import torch
+
+        from skdpsynth.synthesizers._caps_nn import FeatureCodec
+        from skdpsynth.synthesizers._caps_training import TrainSettings, fit_prior, pretrain_m1, replay, spssl
+
+        s = TrainSettings.of(self)
+        gen = torch.Generator().manual_seed(torch_seed(ctx.rng))
+        labels = tuple(self.schema_[self.target].categories)
+        if len(labels) < 2:
+            raise SchemaError(f"the label space of {self.target!r} needs at least two classes, got {list(labels)}.")
+        Xk, y = self._labelled_rows(X, labels)
+        if ctx.first:  # public work first: a bad public_data fails before the cycle's own charges
+            codec = FeatureCodec(self.schema_.select(self._features(X.columns)))
+            public, source = public_rows(self.public_data, codec.schema, self.n_surrogate, ctx.rng, target=self.target)
+            m1 = pretrain_m1(codec, public, s, gen)
+        else:
+            codec, m1, source = self.codec_, self.m1_next_, self.pretrain_source_
+        privacy = self._privacy(ctx.first)
+        plan, size = privacy.plan_cycle(len(y), ctx)
+        noisy, n_estimate = privacy.release_labels(y, len(labels), plan, size, ctx)
+        noise_gen = (ctx.noise.torch_generator() if ctx.accountant.private
+                     else torch.Generator().manual_seed(torch_seed(ctx.rng)))
+        x_priv = torch.from_numpy(codec.one_hot(*codec.codes(Xk[list(codec.schema.names)])[:2]))
+        m2 = spssl(m1, codec, x_priv, torch.from_numpy(y), len(labels), plan, s, gen=gen, noise_gen=noise_gen,
+                   expected_batch_size=max(1, round(plan.sample_rate * size["cohort_size"])))
+        probs, empty = normalise_counts(noisy)
+        probs = np.full(len(labels), 1 / len(labels)) if empty else probs
+        prior = fit_prior(m1, m2, codec, s, gen) if self.adapt_prior else None
+        self.m1_next_ = replay(m1, m2, prior, codec, probs, s, gen)  # post-processing, for the next cycle
+        self.codec_, self.m1_, self.m2_, self.prior_, self.pretrain_source_ = codec, m1, m2, prior, source
+        self.label_space_, self.label_counts_, self.label_probs_, self.n_estimate_ = labels, noisy, probs, n_estimate
+        if ctx.first:
+            self.dpsgd_ = []
+        report = dpsgd_report(plan) if ctx.accountant.private else {"epsilon_rdp": math.inf}
+        self.dpsgd_.append({"cycle": ctx.cohort, "noise_multiplier": plan.noise_multiplier,
+                            "sample_rate": plan.sample_rate, "steps": plan.steps, **size, "report": dict(report)})
+
+    def _labelled_rows(self, X: pd.DataFrame, labels: tuple) -> tuple[pd.DataFrame, np.ndarray]:
+        keep = X[self.target].notna().to_numpy()
+        if not keep.all():  # only possible with a DP-estimated schema that dropped a rare label
+            warnings.warn(f"rows whose label {self.target!r} was not released by the DP schema are left out of the "
+                          "labelled loss and the label histogram.", UserWarning, stacklevel=4)
+        Xk = X.loc[keep]
+        return Xk, self._label_codes(Xk[self.target], labels)
+
+    # -- helpers -------------------------------------------------------------------------------
     def _feature_tensor(self, X: pd.DataFrame):
         import torch
 
@@ -504,359 +510,47 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
             Xn = self.codec_.schema.validate(X[list(feats)])
         return torch.from_numpy(self.codec_.one_hot(*self.codec_.codes(Xn)[:2]))
 
-    def _label_codes(self, values: pd.Series) -> np.ndarray:
-        lookup = {v: i for i, v in enumerate(self.label_space_)}
+    @staticmethod
+    def _label_codes(values: pd.Series, labels: Sequence) -> np.ndarray:
+        lookup = {v: i for i, v in enumerate(labels)}
         obj = [v.item() if isinstance(v, np.generic) else v for v in values.to_numpy(dtype=object)]
         try:
             return np.array([lookup[v] for v in obj], dtype=np.int64)
         except KeyError as exc:
-            raise ValueError(f"label {exc.args[0]!r} is not in the label space {list(self.label_space_)}.") from None
-
-    def _fit_table(self, X: pd.DataFrame, accountant: BudgetAccountant, rngs: dict, first: bool) -> None:
-        import torch
-
-        from skdpsynth.synthesizers._caps_nn import FeatureCodec
-
-        gen = torch.Generator().manual_seed(torch_seed(rngs["model"]))
-        features = self._features(X.columns)
-        if first:
-            self.codec_ = FeatureCodec(self.schema_.select(features))
-            self.dpsgd_ = []
-            self._m1_next = self._pretrain_m1(gen)
-        labels = tuple(self.schema_[self.target].categories)
-        target = X[self.target]
-        keep = ~target.isna().to_numpy()
-        if not keep.all():  # only possible with a DP-estimated schema that dropped a rare label
-            warnings.warn(f"{int((~keep).sum())} rows whose label was not released by the DP schema are left out "
-                          "of the labelled loss and the label histogram.", UserWarning, stacklevel=3)
-        Xk = X.loc[keep]
-        self.label_space_ = labels
-        y = self._label_codes(Xk[self.target])
-        plan = self._plan_
-        cohort_n = int(keep.sum())
-
-        # -- budget: plan everything, then charge before any noise is drawn ----------------------
-        if accountant.private:
-            from skdpsynth.privacy._dpsgd import dpsgd_privacy_report
-
-            report = dpsgd_privacy_report(noise_multiplier=plan["noise_multiplier"], sample_rate=plan["sample_rate"],
-                                          steps=plan["steps"], delta=plan["delta_sgd"])
-            eps_sgd = report["epsilon_rdp"]
-            sgd_record = BudgetRecord(
-                "dp-sgd", f"M2 labelled loss (cycle {accountant.cohort})", "approx", epsilon=eps_sgd,
-                delta=plan["delta_sgd"], sensitivity=float(self.max_grad_norm),
-                noise_scale=plan["noise_multiplier"] * float(self.max_grad_norm),
-                details={"noise_multiplier": plan["noise_multiplier"], "sample_rate": plan["sample_rate"],
-                         "steps": plan["steps"], "epsilon_pld": report["epsilon_pld"], "mu": report["mu"],
-                         "regret": report["regret"], "accountant": "rdp (opacus)",
-                         "clip_norm": float(self.max_grad_norm)},
-            )
-            accountant.require([BudgetRecord("geometric", "label histogram", "pure", epsilon=plan["epsilon_label"]),
-                                sgd_record], what=f"CAPS cycle {accountant.cohort}")
-            counts = np.bincount(y, minlength=len(labels))
-            noisy = geometric_mechanism(counts, sensitivity=1.0, epsilon=plan["epsilon_label"], rng=rngs["noise"],
-                                        accountant=accountant, target=f"histogram of label {self.target!r}")
-            accountant.spend(sgd_record)
-        else:
-            report = {"epsilon_rdp": math.inf}
-            noisy = np.bincount(y, minlength=len(labels))
-            accountant.spend(BudgetRecord("exact (non-private)", f"label histogram of {self.target!r}", "none",
-                                          epsilon=math.inf))
-            accountant.spend(BudgetRecord("exact (non-private)", "M2 labelled loss (no DP-SGD)", "none",
-                                          epsilon=math.inf))
-        c = np.clip(noisy.astype(float), 0, None)
-        self.label_probs_ = c / c.sum() if c.sum() > 0 else np.full(len(labels), 1 / len(labels))
-
-        # -- SPSSL -----------------------------------------------------------------------------------
-        self.m1_ = self._m1_next
-        x_priv = torch.from_numpy(self.codec_.one_hot(*self.codec_.codes(Xk[features])[:2]))
-        self.m2_ = self._spssl(x_priv, torch.from_numpy(y), len(labels), plan, cohort_n, gen, rngs["noise"])
-        del x_priv
-        self.prior_ = self._fit_prior(gen) if self.adapt_prior else None
-        self.dpsgd_.append({**{k: plan[k] for k in ("noise_multiplier", "sample_rate", "steps")},
-                            "cycle": accountant.cohort, "report": report})
-        # -- generative replay (post-processing) ----------------------------------------------------
-        self._m1_next = self._replay(gen)
-
-    # -- training pieces ------------------------------------------------------------------
-    def _new_m1(self, gen):
-        from skdpsynth.synthesizers._caps_nn import M1VAE, init_module
-
-        c = self.codec_
-        return init_module(lambda: M1VAE(c.input_dim, c.output_dim, c.n_num, tuple(self.m1_hidden), self.z1_dim),
-                           int(torch_seed_from(gen)))
-
-    def _surrogate(self, gen) -> pd.DataFrame:
-        """Data-free public surrogate from the public schema (documented in docs/caps.md)."""
-        import torch
-
-        schema = self.codec_.schema
-        seed = int(torch_seed_from(gen))
-        try:
-            from skdpsynth.datasets import make_learning_habits
-
-            n_weeks = len(schema) // 4
-            ref = make_learning_habits(2, n_weeks=max(n_weeks, 1), random_state=0)
-            ref_schema = ref.schema.select(ref.feature_names)
-            if ref_schema.names == schema.names and all(
-                    tuple(ref_schema[n].categories or ()) == tuple(schema[n].categories or ()) for n in schema.names):
-                self.pretrain_source_ = "surrogate: make_learning_habits"
-                return make_learning_habits(self.n_surrogate, n_weeks=n_weeks, random_state=seed).frame[
-                    list(schema.names)]
-        except (ImportError, ValueError, AttributeError, KeyError, TypeError):  # pragma: no cover - best effort
-            pass
-        self.pretrain_source_ = "surrogate: independent uniform draws from the schema"
-        n = self.n_surrogate
-        g = torch.Generator().manual_seed(seed)
-        cols = {}
-        for spec in schema.columns:
-            u = torch.rand(n, generator=g).numpy()
-            if spec.kind in ("categorical", "boolean"):
-                cats = np.array(spec.categories, dtype=object)
-                cols[spec.name] = cats[np.minimum((u * len(cats)).astype(int), len(cats) - 1)]
-            else:
-                lo, hi = spec.numeric_bounds
-                v = lo + u * (hi - lo)
-                if spec.kind == "integer":
-                    v = np.round(v)
-                cols[spec.name] = pd.to_datetime(v, unit="s") if spec.kind == "datetime" else v
-        return pd.DataFrame(cols)
-
-    def _train_m1(self, m1, codes, nums, obs, epochs, batch_size, gen, desc):
-        import torch
-
-        n = len(codes)
-        if n == 0 or epochs == 0:
-            return m1
-        x_all = torch.from_numpy(self.codec_.one_hot(codes.numpy(), nums.numpy()))
-        opt = torch.optim.Adam(m1.parameters(), lr=self.lr)
-        m1.train()
-        n_batches = max(1, math.ceil(n / batch_size))
-        for _ in _progress(range(epochs), self.verbose, desc):
-            perm = torch.randperm(n, generator=gen)
-            for b in range(n_batches):
-                idx = perm[b * batch_size:(b + 1) * batch_size]
-                noise = torch.randn((len(idx), m1.latent_dim), generator=gen)
-                loss = m1.loss(self.codec_, x_all[idx], codes[idx], nums[idx], obs[idx], noise, self.beta1).mean()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-        m1.eval()
-        return m1
-
-    def _pretrain_m1(self, gen):
-        pub = self.public_data
-        if pub is not None:
-            self.pretrain_source_ = "public_data"
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                pub = self.codec_.schema.validate(pub[list(self.codec_.schema.names)])
-        else:
-            pub = self._surrogate(gen)
-        _, codes, nums, obs = self.codec_.encode(pub)
-        m1 = self._new_m1(gen)
-        return self._train_m1(m1, codes, nums, obs, self.pretrain_epochs, self.pretrain_batch_size, gen,
-                              "CAPS: pre-train M1")
-
-    def _sample_m1(self, m1, n, gen):
-        """Feature codes drawn from M1 alone: z1 ~ N(0, I), x ~ p(x | z1)."""
-        import torch
-
-        with torch.no_grad():
-            out = m1.decoder(torch.randn((n, m1.latent_dim), generator=gen))
-            return self._draw_codes(out, m1.logvar(), gen)
-
-    def _draw_codes(self, out, logvar, gen):
-        """(codes, nums, obs) tensors drawn from decoder output (no DataFrame round trip)."""
-        import torch
-
-        c = self.codec_
-        n = out.shape[0]
-        codes = torch.zeros((n, len(c.cat_heads)), dtype=torch.int64)
-        for k, idx in c.groups.items():
-            s, e = c.group_slices[k]
-            probs = torch.softmax(out[:, s:e].reshape(n * len(idx), k), 1)
-            codes[:, idx] = torch.multinomial(probs, 1, generator=gen).reshape(n, len(idx))
-        if c.n_num:
-            mean = torch.sigmoid(out[:, c.n_cat_units:])
-            nums = (mean + (0.5 * logvar).exp() * torch.randn(mean.shape, generator=gen)).clamp(0, 1)
-        else:
-            nums = torch.zeros((n, 0))
-        obs = torch.ones_like(nums)
-        flag_idx = {h.flag_of: i for i, h in enumerate(c.cat_heads) if h.flag_of}
-        for j, h in enumerate(c.num_heads):
-            if h.name in flag_idx:
-                miss = codes[:, flag_idx[h.name]] == 1
-                nums[miss, j] = 0.5
-                obs[miss, j] = 0.0
-        return codes, nums.float(), obs.float()
-
-    def _encode_z1(self, m1, codes, nums, gen):
-        import torch
-
-        with torch.no_grad():
-            x = torch.from_numpy(self.codec_.one_hot(codes.numpy(), nums.numpy()))
-            mu, lv = m1.encode(x)
-            return mu + (0.5 * lv).exp() * torch.randn(mu.shape, generator=gen)
-
-    def _spssl(self, x_priv, y, n_labels, plan, n, gen, noise_rng):
-        """Semi-private semi-supervised learning of a fresh M2 (DP step on private rows + plain public step)."""
-        import torch
-        from opacus import GradSampleModule
-        from opacus.optimizers import DPOptimizer
-
-        from skdpsynth.synthesizers._caps_nn import M2Model, init_module
-
-        m1 = self.m1_
-        m2 = init_module(lambda: M2Model(self.z1_dim, n_labels, tuple(self.m2_hidden), self.z2_dim,
-                                         tuple(self.classifier_hidden)), int(torch_seed_from(gen)))
-        with torch.no_grad():
-            mu_p, lv_p = m1.encode(x_priv)  # M1 is fixed during SPSSL; z1 is drawn per step
-        codes, nums, _ = self._sample_m1(m1, self.n_public_samples, gen)
-        z1_pub = self._encode_z1(m1, codes, nums, gen)
-        q, steps, sigma = plan["sample_rate"], plan["steps"], plan["noise_multiplier"]
-        private = self.epsilon is not None
-        m2.train()
-        gsm = GradSampleModule(m2, loss_reduction="sum")
-        params = [p for p in m2.parameters() if p.requires_grad]
-        noise_gen = torch.Generator().manual_seed(torch_seed(noise_rng))
-        dp_opt = DPOptimizer(torch.optim.Adam(params, lr=self.lr), noise_multiplier=sigma if private else 0.0,
-                             max_grad_norm=float(self.max_grad_norm), expected_batch_size=max(1, int(round(q * n))),
-                             loss_reduction="mean", generator=noise_gen)
-        pub_opt = torch.optim.Adam(params, lr=self.lr)
-        beta2, alpha = float(self.beta2), float(self.alpha)
-        try:
-            for _ in _progress(range(steps), self.verbose, "CAPS: SPSSL", total=steps):
-                # private step: Poisson sample, per-example clip, Gaussian noise (Opacus DPOptimizer)
-                mask = torch.rand(n, generator=gen) < q
-                idx = mask.nonzero().squeeze(1)
-                eps1 = torch.randn((len(idx), mu_p.shape[1]), generator=gen)
-                z1 = mu_p[idx] + (0.5 * lv_p[idx]).exp() * eps1
-                noise2 = torch.randn((len(idx), self.z2_dim), generator=gen)
-                dp_step(gsm, dp_opt, z1, y[idx], noise2, beta2, alpha)
-                # public step: unlabelled loss on samples from M1, hooks off, its own optimizer
-                b = torch.randint(0, len(z1_pub), (min(self.public_batch_size, len(z1_pub)),), generator=gen)
-                noise_u = torch.randn((len(b), self.z2_dim), generator=gen)
-                public_step(gsm, pub_opt, z1_pub[b], noise_u, beta2)
-        finally:
-            gsm._close()
-            for p in m2.parameters():
-                for attr in ("summed_grad", "grad_sample", "_forward_counter", "_current_grad_sample"):
-                    if hasattr(p, attr):
-                        delattr(p, attr)
-        m2.eval()
-        return m2
-
-    def _fit_prior(self, gen):
-        """Per-label Gaussian moment-matched to the aggregate posterior q(z2 | y, z1) on public M1 samples."""
-        import torch
-
-        codes, nums, _ = self._sample_m1(self.m1_, self.n_public_samples, gen)
-        z1 = self._encode_z1(self.m1_, codes, nums, gen)
-        with torch.no_grad():
-            probs = torch.softmax(self.m2_.cls(z1), 1)
-            y = torch.multinomial(probs, 1, generator=gen).squeeze(1)
-            mu2, lv2 = self.m2_.posterior_z2(z1, y)
-        k, d = self.m2_.n_labels, self.z2_dim
-        means, stds = torch.zeros(k, d), torch.ones(k, d)
-        for c in range(k):
-            sel = y == c
-            if int(sel.sum()) >= 2:
-                m = mu2[sel].mean(0)
-                v = lv2[sel].exp().mean(0) + mu2[sel].var(0)
-                means[c], stds[c] = m, v.sqrt().clamp(min=1e-3)
-        return means, stds
-
-    def _generate_z1(self, y, gen):
-        import torch
-
-        n = len(y)
-        z2 = torch.randn((n, self.z2_dim), generator=gen)
-        if self.prior_ is not None:
-            means, stds = self.prior_
-            z2 = means[y] + stds[y] * z2
-        return self.m2_.generate_z1(y, z2, gen)
-
-    def _replay(self, gen):
-        """Generative replay: M1 trained on samples of M1 + M2 and of the old M1 (post-processing)."""
-        import torch
-
-        m1_old = self.m1_
-        m1 = copy.deepcopy(m1_old)
-        parts = []
-        if self.replay_new:
-            y = torch.multinomial(torch.as_tensor(self.label_probs_, dtype=torch.float32), self.replay_new,
-                                  replacement=True, generator=gen)
-            with torch.no_grad():
-                out = m1_old.decoder(self._generate_z1(y, gen))
-                parts.append(self._draw_codes(out, m1_old.logvar(), gen))
-        if self.replay_old:
-            parts.append(self._sample_m1(m1_old, self.replay_old, gen))
-        if not parts:
-            return m1
-        codes, nums, obs = (torch.cat([p[i] for p in parts]) for i in range(3))
-        return self._train_m1(m1, codes, nums, obs, self.replay_epochs, self.replay_batch_size, gen,
-                              "CAPS: generative replay")
+            raise ValueError(f"label {exc.args[0]!r} is not in the label space {list(labels)}.") from None
 
     # -- sampling --------------------------------------------------------------------------
-    def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:
+    def _check_conditions(self, conditions: Mapping[str, Any] | None):
+        """The label fixed by ``conditions`` (or None)."""
+        if not conditions:
+            return None
+        if not isinstance(conditions, Mapping):
+            raise TypeError(f"conditions must be a mapping like {{{self.target!r}: label}}.")
+        other = [k for k in conditions if k != self.target]
+        if other:
+            raise ValueError(f"CAPSSynthesizer can only condition on the target {self.target!r}; got {other}.")
+        label = conditions[self.target]
+        if label not in self.label_space_:
+            raise ValueError(
+                f"condition {self.target!r}={label!r} is not in the current label space {list(self.label_space_)}.")
+        return label
+
+    def _sample_table(self, n_samples: int, rng: np.random.Generator,
+                      conditions: Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """Rows from the released model; ``conditions={target: label}`` fixes the label (conditional generation)."""
         import torch
 
+        from skdpsynth.synthesizers._caps_training import generate_z1
+
+        label = self._check_conditions(conditions)
         g = torch.Generator().manual_seed(torch_seed(rng))
-        label = getattr(self, "_sample_label", None)
         if label is None:
             y_np = rng.choice(len(self.label_space_), size=n_samples, p=self.label_probs_)
         else:
             y_np = np.full(n_samples, list(self.label_space_).index(label))
         y = torch.from_numpy(y_np.astype(np.int64))
         with torch.no_grad():
-            out = self.m1_.decoder(self._generate_z1(y, g))
+            out = self.m1_.decoder(generate_z1(self.m2_, self.prior_, y, g))
             feats = self.codec_.sample(out, self.m1_.logvar(), g)
         feats[self.target] = np.array(self.label_space_, dtype=object)[y_np]
         return feats
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_sample_label", None)
-        return state
-
-
-def dp_step(gsm, dp_opt, z1, y, noise, beta2: float, alpha: float) -> None:
-    """One DP-Adam step on a Poisson batch of private rows.
-
-    ``gsm`` (Opacus ``GradSampleModule``, ``loss_reduction="sum"``) records each
-    example's gradient of its labelled loss; ``dp_opt`` (Opacus ``DPOptimizer``)
-    clips each to ``max_grad_norm``, sums, adds N(0, (noise_multiplier *
-    max_grad_norm)^2) noise, divides by the expected batch size and steps. Gradients
-    and per-example gradients are cleared before and after, so nothing of a public
-    step can mix in. An empty batch still takes a (noise-only) step, as the
-    accountant assumes.
-    """
-    dp_opt.zero_grad(set_to_none=True)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        gsm(z1, y, noise, beta2, alpha).sum().backward()
-    dp_opt.step()
-    dp_opt.zero_grad(set_to_none=True)
-
-
-def public_step(gsm, pub_opt, z1_pub, noise, beta2: float) -> None:
-    """One plain Adam step of the unlabelled loss on public samples (per-example hooks disabled)."""
-    m2 = gsm._module
-    gsm.disable_hooks()
-    try:
-        pub_opt.zero_grad(set_to_none=True)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Full backward hook is firing")
-            m2.unlabelled_loss(z1_pub, noise, beta2).mean().backward()
-        pub_opt.step()
-        pub_opt.zero_grad(set_to_none=True)
-    finally:
-        gsm.enable_hooks()
-
-
-def torch_seed_from(gen) -> int:
-    """A fresh seed drawn from a torch generator."""
-    import torch
-
-    return int(torch.randint(0, 2**62, (1,), generator=gen).item())

@@ -1,7 +1,8 @@
 """Torch parts of CAPS: the feature codec, M1 (a VAE over x) and M2 (Kingma's M2 on z1).
 
-Nothing here touches the privacy budget; :mod:`skdpsynth.synthesizers._caps`
-decides which data flow through which step. All randomness comes from explicit
+Nothing here touches the privacy budget; :mod:`skdpsynth.synthesizers._caps_training`
+runs the training steps and :mod:`skdpsynth.synthesizers._caps` decides which data
+flow through which step. All randomness comes from explicit
 ``torch.Generator`` objects (never the global torch RNG).
 """
 
@@ -161,6 +162,29 @@ class FeatureCodec:
             g = 0.5 * (_LOG2PI + lv + (nums - mean) ** 2 / lv.exp())
             total = total + (g * obs).sum(1)
         return total
+
+    def draw(self, out: torch.Tensor, num_logvar: torch.Tensor,
+             generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(codes, nums, observed) tensors drawn from decoder output, for training on samples (no DataFrame)."""
+        n = out.shape[0]
+        codes = torch.zeros((n, len(self.cat_heads)), dtype=torch.int64)
+        for k, idx in self.groups.items():
+            s, e = self.group_slices[k]
+            probs = torch.softmax(out[:, s:e].reshape(n * len(idx), k), 1)
+            codes[:, idx] = torch.multinomial(probs, 1, generator=generator).reshape(n, len(idx))
+        if self.n_num:
+            mean = torch.sigmoid(out[:, self.n_cat_units:])
+            nums = (mean + (0.5 * num_logvar).exp() * torch.randn(mean.shape, generator=generator)).clamp(0, 1)
+        else:
+            nums = torch.zeros((n, 0))
+        obs = torch.ones_like(nums)
+        flag_idx = {h.flag_of: i for i, h in enumerate(self.cat_heads) if h.flag_of}
+        for j, h in enumerate(self.num_heads):
+            if h.name in flag_idx:
+                miss = codes[:, flag_idx[h.name]] == 1
+                nums[miss, j] = 0.5
+                obs[miss, j] = 0.0
+        return codes, nums.float(), obs.float()
 
     def sample(self, out: torch.Tensor, num_logvar: torch.Tensor, generator: torch.Generator) -> pd.DataFrame:
         """Draw feature rows from the decoder output (schema-normalised types)."""
