@@ -99,8 +99,9 @@ class BaseSynthesizer(BaseEstimator, ABC):
     n_cohorts_ : int
         Number of ``fit`` / ``partial_fit`` calls folded in.
     n_estimate_ : int
-        A DP estimate of the number of people in the latest cohort (the
-        default release size; the exact number is private).
+        A DP estimate of the number of people the fitted model represents
+        (the latest cohort, or all cohorts for synthesizers that pool them):
+        the default release size, since the exact number is private.
     privacy_spent_ : PrivacySpent
         Derived from ``budget_log_`` on every read; never above the request.
     """
@@ -379,7 +380,8 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         return self.epsilon * share, self.delta * share
 
     def _delta_for_zcdp(self, data: Any) -> float:
-        _, delta_dom = self._domain_budget(getattr(self, "schema", None) is not None)
+        # the domain is estimated on the first cohort only; later cohorts keep their whole delta
+        _, delta_dom = self._domain_budget(getattr(self, "schema", None) is not None or self.n_cohorts_ > 0)
         return self.delta - delta_dom
 
     def _resolve_domain(self, X: pd.DataFrame, ctx: FitContext) -> TableSchema:

@@ -44,7 +44,7 @@ EXPECTED_FAILED = {
         "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_fit2d_1sample",
         "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent", "check_n_features_in",
         "check_fit_check_is_fitted", "check_estimators_nan_inf", "check_fit2d_predict1d",
-        "check_estimators_empty_data_messages", "check_param_validation")}
+        "check_estimators_empty_data_messages")}
     for info in REGISTRY if info.data == "sequence"
 }
 _CAPS = "needs a labelled learner table with its target column, not a numeric 2-D array"
