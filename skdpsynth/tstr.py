@@ -73,14 +73,22 @@ class _TSTRBase(MetaEstimatorMixin, BaseEstimator):
         joined = frame.assign(**{self.target: y})
         rng = check_random_state(self.random_state)
         self.synthesizer_ = clone(self.synthesizer).fit(joined)
-        n = int(self.n_samples) if self.n_samples is not None else len(joined)
-        synthetic = self.synthesizer_.sample(n, random_state=int(rng.integers(2**31 - 1)))
+        synthetic = self.synthesizer_.sample(self._release_size(), random_state=int(rng.integers(2**31 - 1)))
         if self.target not in synthetic.columns:
             raise ValueError(f"the synthesizer's samples lack the target column {self.target!r}.")
         kept = synthetic[synthetic[self.target].notna()]
         self.n_synthetic_ = len(kept)
         self._seed_ = int(rng.integers(2**31 - 1))
         return kept
+
+    def _release_size(self) -> int | None:
+        """``n_samples``, else None: the synthesizer's default, its DP estimate ``n_estimate_`` (never the exact n)."""
+        if self.n_samples is not None:
+            return int(self.n_samples)
+        if not hasattr(self.synthesizer_, "n_estimate_"):
+            raise ValueError(f"{type(self.synthesizer_).__name__} has no DP estimate of the number of people "
+                             "(n_estimate_); set n_samples.")
+        return None
 
     def _model(self, Xs: pd.DataFrame) -> BaseEstimator:
         est = self.estimator if self.estimator is not None else self._default_estimator(random_state=self._seed_)
@@ -96,15 +104,17 @@ class _TSTRBase(MetaEstimatorMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions of the synthetic-trained model on (real) rows."""
-        return self.estimator_.predict(self._features(X))
+        features = self._features(X)  # raises NotFittedError before fit
+        return self.estimator_.predict(features)
 
 
 class TSTRClassifier(ClassifierMixin, _TSTRBase):
     """Classifier trained on synthetic data only (train on synthetic, test on real).
 
     ``fit(X, y)`` joins ``y`` to ``X`` as column ``target``, fits a clone of
-    ``synthesizer`` on that table, samples ``n_samples`` rows (default: as many
-    as the training rows) and fits a clone of ``estimator`` on them;
+    ``synthesizer`` on that table, samples ``n_samples`` rows (default: the
+    synthesizer's default release size, its DP estimate ``n_estimate_`` of the
+    number of people) and fits a clone of ``estimator`` on them;
     ``predict`` / ``predict_proba`` / ``score`` use real rows.
 
     Parameters
@@ -116,7 +126,9 @@ class TSTRClassifier(ClassifierMixin, _TSTRBase):
     target : str, default="target"
         Name of the outcome column inside the synthesized table.
     n_samples : int, optional
-        Synthetic rows to train on (default: the number of training rows).
+        Synthetic rows to train on (default: the synthesizer's ``n_estimate_``,
+        a DP estimate of the number of training rows; the exact number is
+        private).
     preprocess : {"auto", None}, default="auto"
         ``"auto"`` wraps the estimator (unless it is already a Pipeline) in a
         one-hot encoder for text / category / boolean columns (unknown
@@ -158,7 +170,8 @@ class TSTRClassifier(ClassifierMixin, _TSTRBase):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities (columns follow ``classes_``)."""
-        return self.estimator_.predict_proba(self._features(X))
+        features = self._features(X)  # raises NotFittedError before fit
+        return self.estimator_.predict_proba(features)
 
 
 class TSTRRegressor(RegressorMixin, _TSTRBase):

@@ -24,14 +24,16 @@ def _one_thread():
 def test_cross_validate_tstr_classifier():
     df = make_students(600, 0)
     X, y = df.drop(columns="outcome"), df["outcome"]
-    synth = DPMarginalsSynthesizer(epsilon=2.0, schema=student_schema(), random_state=0)
+    synth = DPMarginalsSynthesizer(epsilon=2.0, schema=student_schema(), random_state=0, reproducible_noise=True)
     tstr = TSTRClassifier(synth, HistGradientBoostingClassifier(max_iter=50), target="outcome", random_state=0)
     res = cross_validate(tstr, X, y, cv=3, scoring="f1_macro", return_estimator=True)
     assert np.all(np.isfinite(res["test_score"]))
     assert np.all((res["test_score"] >= 0) & (res["test_score"] <= 1))
     for est in res["estimator"]:
         assert est.synthesizer_.privacy_spent_.epsilon <= 2.0
-        assert 380 <= est.n_synthetic_ <= 400  # rows with a (noisy-)missing target are dropped
+        # default size: the DP estimate of the 400 training rows; rows with a (noisy-)missing target are dropped
+        assert 330 <= est.n_synthetic_ <= 470
+        assert est.n_synthetic_ <= est.synthesizer_.n_estimate_
         assert set(est.classes_) <= {"dropout", "enrolled", "graduate"}
     # reproducible
     again = cross_validate(clone(tstr), X, y, cv=3, scoring="f1_macro")
@@ -52,6 +54,7 @@ def test_predict_and_score_on_real_rows():
 
 def test_default_preprocessing_handles_categoricals_and_custom_estimators():
     df = make_students(300, 1)
+    df.loc[df.index % 4 == 0, "score"] = np.nan  # a quarter missing: the release has missing values too
     X, y = df.drop(columns="outcome"), df["outcome"]
     synth = DPMarginalsSynthesizer(epsilon=5.0, schema=student_schema(), random_state=1)
     est = TSTRClassifier(synth, LogisticRegression(max_iter=200), target="outcome", random_state=0).fit(X, y)
@@ -60,6 +63,26 @@ def test_default_preprocessing_handles_categoricals_and_custom_estimators():
     assert 0 <= est.score(X, y) <= 1
     with pytest.raises(ValueError, match="could not convert|string"):
         TSTRClassifier(synth, LogisticRegression(), target="outcome", preprocess=None).fit(X, y)
+
+
+def test_predict_before_fit_is_not_fitted_error():
+    from sklearn.exceptions import NotFittedError
+
+    df = make_students(50, 1)
+    tstr = TSTRClassifier(DPMarginalsSynthesizer(epsilon=1.0, schema=student_schema()), target="outcome")
+    for method in (tstr.predict, tstr.predict_proba):
+        with pytest.raises(NotFittedError):
+            method(df.drop(columns="outcome"))
+
+
+def test_default_release_size_is_the_dp_estimate():
+    df = make_students(300, 2)
+    X, y = df.drop(columns="outcome"), df["outcome"]
+    synth = DPMarginalsSynthesizer(epsilon=5.0, schema=student_schema(), random_state=0)
+    sized = TSTRClassifier(synth, target="outcome", n_samples=123, random_state=0).fit(X, y)
+    assert sized.n_synthetic_ <= 123
+    default = TSTRClassifier(synth, target="outcome", random_state=0).fit(X, y)
+    assert default.n_synthetic_ <= default.synthesizer_.n_estimate_
 
 
 def test_errors_name_the_problem():
