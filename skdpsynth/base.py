@@ -33,7 +33,7 @@ from skdpsynth.exceptions import InvalidBudgetError, NotFittedError, PrivacyLeak
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, PrivacySpent, check_budget, compose
 from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema, plan_schema_cost
 from skdpsynth.privacy._noise import NoiseSource
-from skdpsynth.schema import TableSchema, infer_schema, resolve_schema
+from skdpsynth.schema import ColumnSpec, TableSchema, infer_schema, resolve_schema
 from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils._validation import check_n_samples, check_table
 
@@ -317,7 +317,7 @@ class BaseTabularSynthesizer(BaseSynthesizer):
     n_features_in_ : int
         Number of columns (including a joined ``y``).
     dtypes_ : dict of str to str
-        Input dtype names, the basis of the release dtypes.
+        Release dtypes, decided by the schema (:func:`release_dtype`).
     """
 
     _parameter_constraints: dict = {
@@ -347,7 +347,6 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
             self.columns_ = tuple(frame.columns)
-            self.dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
         elif tuple(frame.columns) != self.columns_:
             added = [c for c in frame.columns if c not in self.columns_]
             lost = [c for c in self.columns_ if c not in frame.columns]
@@ -361,6 +360,9 @@ class BaseTabularSynthesizer(BaseSynthesizer):
     def _fit_cohort(self, data: TableInput, ctx: FitContext) -> None:
         if ctx.first:
             self.schema_ = self._resolve_domain(data.frame, ctx)
+            # release dtypes from the schema: the raw input dtypes (float64 for an int column with one
+            # missing value) are never kept
+            self.dtypes_ = {c: release_dtype(str(data.frame[c].dtype), self.schema_[c]) for c in self.columns_}
         if not self.schema_.public and self.epsilon is not None:
             ctx.accountant.declare_nonprivate("domain read from the data (schema not confirmed public)")
         given = resolve_schema(getattr(self, "schema", None))
@@ -417,22 +419,33 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         """Draw ``n_samples`` rows in the schema-normalised form."""
 
 
-def release_dtype(dtype: str, kind: str, nullable: bool) -> str:
-    """The dtype of a released column: decided by the input dtype and the schema, never by the draw.
+def release_dtype(dtype: str, spec: ColumnSpec) -> str:
+    """The dtype of a released column: decided by the schema, never by the data or the draw.
 
-    Integer-valued columns (integer kind, or integer-coded categories) and
-    booleans that the schema declares nullable become pandas' nullable dtypes
-    (``Int64``, ``boolean``), so one missing value neither changes the release's
-    dtype nor reveals itself.
+    An integer column is ``Int64`` when the schema declares it nullable and
+    ``int64`` otherwise, whatever pandas made of the input (an int column with
+    one missing value arrives as float64): so one missing value neither
+    changes the release's dtype nor shows on the fitted estimator. Likewise
+    continuous -> float64, boolean -> ``boolean`` / bool, integer-coded
+    categories -> the integer dtypes; the input dtype only chooses between
+    public representations (``category``, text, a datetime's time zone).
     """
-    if dtype.lower().startswith(("int", "uint")) or (kind == "integer" and dtype.startswith("float")):
-        base = dtype.lower() if dtype.lower().startswith(("int", "uint")) else "int64"
-        if nullable:
-            return "UInt" + base[4:] if base.startswith("uint") else "Int" + base[3:]
-        return base
-    if dtype in ("bool", "boolean"):
-        return "boolean" if nullable else "bool"
-    return dtype
+    if dtype == "category":
+        return "category"
+    integer = "Int64" if spec.nullable else "int64"
+    if spec.kind == "integer":
+        return integer
+    if spec.kind == "continuous":
+        return "float64"
+    if spec.kind == "boolean":
+        return "boolean" if spec.nullable else "bool"
+    if spec.kind == "datetime":
+        return dtype if dtype.startswith("datetime64") else "datetime64[ns]"
+    if dtype.lower().startswith(("int", "uint", "float")):  # numeric category codes
+        whole = all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool)
+                    and float(c).is_integer() for c in spec.categories)
+        return integer if whole else "float64"
+    return dtype if dtype in ("object", "string", "str") else "object"
 
 
 def restore_dtypes(table: pd.DataFrame, dtypes: dict[str, str], schema: TableSchema) -> pd.DataFrame:
@@ -441,20 +454,16 @@ def restore_dtypes(table: pd.DataFrame, dtypes: dict[str, str], schema: TableSch
     for name, dtype in dtypes.items():
         col = table[name]
         spec = schema[name]
-        target = release_dtype(dtype, spec.kind, spec.nullable)
+        target = release_dtype(dtype, spec)
         try:
-            if dtype == "category":
+            if target == "category":
                 out[name] = pd.Categorical(col, categories=list(spec.categories))
-            elif target.lower().startswith(("int", "uint")):
+            elif target.lower().startswith("int"):
                 out[name] = pd.to_numeric(col).round().astype(target)  # also integer-coded categories
-            elif target in ("bool", "boolean"):
-                out[name] = col.astype(target)
-            elif dtype.startswith("datetime64"):
-                out[name] = _restore_datetime(col, dtype)
-            elif dtype == "object" and spec.kind in ("continuous", "integer"):
-                out[name] = col.astype(object)
+            elif target.startswith("datetime64"):
+                out[name] = _restore_datetime(col, target)
             else:
-                out[name] = col.astype(dtype)
+                out[name] = col.astype(target)
         except (TypeError, ValueError) as exc:
             raise SchemaError(f"column {name!r}: cannot release as {target} ({exc}).") from exc
     return pd.DataFrame(out)

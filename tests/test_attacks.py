@@ -101,6 +101,7 @@ def test_one_missing_value_changes_neither_mechanism_nor_release_dtype(dtype):
     assert plans[0] == plans[1]
     dtypes = {str(f.sample(200, random_state=s)["grade"].dtype) for f in fits for s in range(5)}
     assert dtypes == {"Int64"}  # the first version: int64, Int64 or float64 depending on the input and the draw
+    assert fits[0].dtypes_ == fits[1].dtypes_  # nor does the fitted estimator show it
 
 
 def test_warnings_do_not_print_exact_counts():

@@ -21,22 +21,37 @@ from skdpsynth.audit._checks import (
     ValidityCheck,
 )
 from skdpsynth.audit._ledger import Ledger, LedgerIntegrityError
+from skdpsynth.audit._privacy_attacks import BlackBoxAttack, Measurement, WhiteBoxAttack, register_statistics
+from skdpsynth.audit._privacy_audit import PrivacyAuditResult, audit_privacy
+from skdpsynth.audit._privacy_bounds import clopper_pearson, epsilon_lower_bound, mu_lower_bound
+from skdpsynth.audit._privacy_canary import Neighbours, make_neighbours
 from skdpsynth.audit._report import AuditReport
 
 __all__ = [
     "AuditData",
     "AuditReport",
     "BaseCheck",
+    "BlackBoxAttack",
     "CheckResult",
     "FairnessCheck",
     "KnowledgeTracingCheck",
     "Ledger",
     "LedgerIntegrityError",
+    "Measurement",
     "MissingTrainingDataError",
+    "Neighbours",
+    "PrivacyAuditResult",
     "PrivacyCheck",
     "ReleaseAuditor",
     "SequenceTaskCheck",
     "UtilityCheck",
     "ValidityCheck",
+    "WhiteBoxAttack",
+    "audit_privacy",
+    "clopper_pearson",
+    "epsilon_lower_bound",
+    "make_neighbours",
+    "mu_lower_bound",
     "pearl_checks",
+    "register_statistics",
 ]
