@@ -80,37 +80,44 @@ def test_select_test_finds_the_orientation_and_the_cut():
     assert ThresholdTest(4.0).counts(out, inn) == (0, 0)
 
 
-def _bounds_from_draws(draw_out: np.ndarray, draw_in: np.ndarray) -> dict:
+def _bounds_from_draws(draw_out: np.ndarray, draw_in: np.ndarray, alpha: float = 0.05) -> dict:
     k = len(draw_out) // 2
     test = select_test(draw_out[:k], draw_in[:k])
     mu_test = select_test(draw_out[:k], draw_in[:k], measure="mu")
-    ev = evaluate_test(test, draw_out[k:], draw_in[k:])
-    ev["mu_lower"] = evaluate_test(mu_test, draw_out[k:], draw_in[k:])["mu_lower"]
+    ev = evaluate_test(test, draw_out[k:], draw_in[k:], alpha=alpha)
+    ev["mu_lower"] = evaluate_test(mu_test, draw_out[k:], draw_in[k:], alpha=alpha)["mu_lower"]
     return ev
+
+
+# A valid 95% bound exceeds the epsilon of a mechanism it tests tightly with probability up to 5%: the
+# mechanism-level tests below use seeded noise (deterministic), the audits of synthesizers (fresh noise) check
+# the claim at level 1 - 1e-3 (``violation_at``), so that they fail by chance at most once in a thousand runs.
+STRICT = 1e-3
 
 
 @pytest.mark.parametrize("eps", [1.0, 4.0])
 def test_geometric_mechanism_audit_is_tight_and_below_the_claim(eps):
-    # 4,000 releases per neighbour of one count (the canary's cell: 7 without, 8 with), fresh secure noise
-    noise = NoiseSource.secure()
+    # 4,000 releases per neighbour of one count (the canary's cell: 7 without, 8 with)
+    noise = NoiseSource.reproducible_from(int(eps))
     n = 4000
     kw = {"sensitivity": 1.0, "epsilon": eps, "noise": noise, "accountant": BudgetAccountant(2 * eps, 0.0),
           "target": "canary cell"}
     out = geometric_mechanism(np.full(n, 7), **kw).astype(float)
     inn = geometric_mechanism(np.full(n, 8), **kw).astype(float)
-    ev = _bounds_from_draws(out, inn)
-    assert eps / 2 <= ev["epsilon_lower"] <= eps
-    assert ev["mu_lower"] <= mu_implied_by_epsilon(eps)
+    assert _bounds_from_draws(out, inn)["epsilon_lower"] >= eps / 2
+    strict = _bounds_from_draws(out, inn, alpha=STRICT)
+    assert strict["epsilon_lower"] <= eps and strict["mu_lower"] <= mu_implied_by_epsilon(eps)
 
 
 def test_discrete_gaussian_audit_stays_below_the_noise_mu():
     rho = 0.5  # sigma = 1: mu = 1
     acc = BudgetAccountant(100.0, 1e-6, delta_zcdp=1e-6)
-    kw = {"l2_sensitivity": 1.0, "rho": rho, "noise": NoiseSource.secure(), "accountant": acc, "target": "cell"}
+    kw = {"l2_sensitivity": 1.0, "rho": rho, "noise": NoiseSource.reproducible_from(0), "accountant": acc,
+          "target": "cell"}
     out = discrete_gaussian_mechanism(np.full(4000, 7), **kw).astype(float)
     inn = discrete_gaussian_mechanism(np.full(4000, 8), **kw).astype(float)
-    ev = _bounds_from_draws(out, inn)
-    assert 0.5 <= ev["mu_lower"] <= math.sqrt(2 * rho)
+    assert _bounds_from_draws(out, inn)["mu_lower"] >= 0.5
+    assert _bounds_from_draws(out, inn, alpha=STRICT)["mu_lower"] <= math.sqrt(2 * rho)
 
 
 # ------------------------------------------------------------------------------------------ neighbours
@@ -129,8 +136,10 @@ def test_honest_dp_marginals_stay_below_their_claim():
     res = audit_privacy(DPMarginalsSynthesizer(epsilon=1.0), trials=300, progress=False, random_state=0)
     assert isinstance(res, PrivacyAuditResult)
     assert res.epsilon == 1.0 and res.delta == 0.0 and res.publishable
-    assert 0.0 < res.epsilon_lower <= res.epsilon and res.mu_lower <= res.mu_implied
-    assert not res.violation and res.mu_claimed is None
+    assert res.epsilon_lower >= 0.0 and res.mu_claimed is None and res.mu_implied == mu_implied_by_epsilon(1.0)
+    assert not res.violation_at(STRICT)
+    assert res.bounds_at(0.05) == pytest.approx((res.epsilon_lower, res.mu_lower))
+    assert res.bounds_at(STRICT)[0] <= res.epsilon_lower
     assert res.trials == 300 and len(res.scores_out) == len(res.scores_in) == 300 and res.selection_trials == 150
     json.dumps(res.to_dict())
 
@@ -158,13 +167,13 @@ def test_broken_controls_are_caught(control):
 def test_black_box_and_callable_attacks_run():
     est = DPMarginalsSynthesizer(epsilon=4.0)
     bb = audit_privacy(est, attack="black-box", trials=40, progress=False, random_state=0)
-    assert bb.attack == "black-box" and not bb.violation
+    assert bb.attack == "black-box" and not bb.violation_at(STRICT)
 
     def noisy_canary_count(fitted, neighbours):
         return float(fitted.counts_[0][-1])  # the canary's category is the schema's last
 
     cb = audit_privacy(est, attack=noisy_canary_count, trials=40, progress=False, random_state=0)
-    assert cb.attack == "noisy_canary_count" and not cb.violation
+    assert cb.attack == "noisy_canary_count" and not cb.violation_at(STRICT)
 
 
 def test_claimed_mu_only_for_gaussian_logs():
@@ -189,7 +198,7 @@ def test_sequence_neighbours_and_audit_below_the_claim():
     assert len(nb.canary) == 4 and set(nb.canary["event"]) == {"x"} and "x" not in set(nb.without["event"])
     assert nb.with_canary["id"].nunique() == 30
     res = audit_privacy(est, trials=60, n_people=30, progress=False, random_state=0)
-    assert res.n_people == 30 and not res.violation and res.epsilon == pytest.approx(1.0)
+    assert res.n_people == 30 and not res.violation_at(STRICT) and res.epsilon == pytest.approx(1.0)
 
 
 def test_gaussian_synthesizer_reports_the_mu_of_its_noise():
@@ -201,4 +210,4 @@ def test_gaussian_synthesizer_reports_the_mu_of_its_noise():
     assert claimed_mu(fitted) == pytest.approx(math.sqrt(2 * rho))
     res = audit_privacy(MSTSynthesizer(epsilon=4.0), trials=60, neighbours=nb, progress=False, random_state=0)
     assert res.mu_claimed == pytest.approx(math.sqrt(2 * rho))
-    assert res.mu_implied is None and res.mu_lower <= res.mu_claimed and not res.violation
+    assert res.mu_implied is None and not res.violation_at(STRICT)

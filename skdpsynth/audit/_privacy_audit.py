@@ -25,7 +25,14 @@ from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from skdpsynth.audit._privacy_attacks import BlackBoxAttack, WhiteBoxAttack
-from skdpsynth.audit._privacy_bounds import ThresholdTest, evaluate_test, mu_implied_by_epsilon, select_test
+from skdpsynth.audit._privacy_bounds import (
+    ThresholdTest,
+    epsilon_lower_bound,
+    evaluate_test,
+    mu_implied_by_epsilon,
+    mu_lower_bound,
+    select_test,
+)
 from skdpsynth.audit._privacy_canary import Neighbours, make_neighbours
 from skdpsynth.utils._random import check_random_state
 
@@ -68,6 +75,9 @@ class PrivacyAuditResult:
     fpr, fnr, fpr_upper, fnr_upper : float
         Error rates of the epsilon test on the measuring trials, and their joint
         Clopper-Pearson upper bounds.
+    errors : dict
+        ``{"epsilon": (false positives, false negatives), "mu": (...)}`` of the
+        two tests on the ``trials - selection_trials`` measuring fits per dataset.
     epsilon_test, mu_test : ThresholdTest
         The tests chosen on the selection trials.
     confidence : float
@@ -95,6 +105,7 @@ class PrivacyAuditResult:
     fnr: float
     fpr_upper: float
     fnr_upper: float
+    errors: dict
     epsilon_test: ThresholdTest
     mu_test: ThresholdTest
     confidence: float
@@ -106,9 +117,27 @@ class PrivacyAuditResult:
     @property
     def violation(self) -> bool:
         """True when a lower bound exceeds the claim (epsilon, or mu where a mu claim exists)."""
+        return self._exceeds(self.epsilon_lower, self.mu_lower)
+
+    def violation_at(self, alpha: float) -> bool:
+        """:attr:`violation` for the bounds at level ``1 - alpha`` (:meth:`bounds_at`)."""
+        return self._exceeds(*self.bounds_at(alpha))
+
+    def _exceeds(self, epsilon_lower: float, mu_lower: float) -> bool:
         mu_claim = self.mu_claimed if self.mu_claimed is not None else self.mu_implied
-        return bool(self.epsilon_lower > self.epsilon + _TOL or (mu_claim is not None and
-                                                               self.mu_lower > mu_claim + _TOL))
+        return bool(epsilon_lower > self.epsilon + _TOL or (mu_claim is not None and mu_lower > mu_claim + _TOL))
+
+    def bounds_at(self, alpha: float) -> tuple[float, float]:
+        """(epsilon, mu) lower bounds of the same tests at another level ``1 - alpha``.
+
+        E.g. ``alpha / k`` for a claim about ``k`` audits at once (Bonferroni):
+        a bound at level 0.95 exceeds the epsilon of a mechanism whose
+        trade-off it tests tightly with probability up to 0.05.
+        """
+        m = self.trials - self.selection_trials
+        (fp, fn), (mfp, mfn) = self.errors["epsilon"], self.errors["mu"]
+        return (epsilon_lower_bound(fp, m, fn, m, delta=self.delta, alpha=alpha),
+                mu_lower_bound(mfp, m, mfn, m, alpha=alpha))
 
     def to_dict(self, scores: bool = False) -> dict[str, Any]:
         """A JSON-friendly summary (the per-fit scores only when ``scores=True``)."""
@@ -273,6 +302,7 @@ def audit_privacy(estimator: Any, *, attack: Any = "white-box", trials: int = 10
     mu_test = select_test(out[:k], inn[:k], measure="mu", alpha=alpha)
     ev = evaluate_test(eps_test, out[k:], inn[k:], delta=delta, alpha=alpha)
     mu_lower = evaluate_test(mu_test, out[k:], inn[k:], delta=delta, alpha=alpha)["mu_lower"]
+    errors = {"epsilon": eps_test.counts(out[k:], inn[k:]), "mu": mu_test.counts(out[k:], inn[k:])}
     return PrivacyAuditResult(
         synthesizer=type(estimator).__name__, attack=_attack_name(attack), epsilon=epsilon, delta=delta,
         epsilon_lower=ev["epsilon_lower"], mu_lower=mu_lower, mu_claimed=mu_claim,
@@ -280,6 +310,6 @@ def audit_privacy(estimator: Any, *, attack: Any = "white-box", trials: int = 10
         n_people=len(neighbours.with_canary) if neighbours.kind == "table" else int(
             neighbours.with_canary[neighbours.columns["id"]].nunique()),
         selection_trials=k, fpr=ev["fpr"], fnr=ev["fnr"], fpr_upper=ev["fpr_upper"], fnr_upper=ev["fnr_upper"],
-        epsilon_test=eps_test, mu_test=mu_test, confidence=1.0 - alpha, publishable=publishable,
+        errors=errors, epsilon_test=eps_test, mu_test=mu_test, confidence=1.0 - alpha, publishable=publishable,
         seconds=time.perf_counter() - start, scores_out=out, scores_in=inn,
     )
