@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -13,10 +14,12 @@ from threadpoolctl import threadpool_limits
 
 from skdpsynth.audit import (
     AuditData,
+    BaseCheck,
     FairnessCheck,
     KnowledgeTracingCheck,
     MissingTrainingDataError,
     PrivacyCheck,
+    PrivacyGuaranteeCheck,
     ReleaseAuditor,
     SequenceTaskCheck,
     UtilityCheck,
@@ -93,8 +96,9 @@ def students():
 
 
 def tabular_auditor(**kw):
+    """The empirical PEARL checks (crafted tables carry no formal guarantee; that check is tested on its own)."""
     return ReleaseAuditor(pearl_checks("classification", target="outcome", protected="group", positive="dropout",
-                                       schema=student_schema()), **kw)
+                                       schema=student_schema(), privacy_guarantee=False), **kw)
 
 
 # --------------------------------------------------------------------------- crafted verdicts
@@ -268,7 +272,8 @@ def test_auditor_samples_a_synthesizer_once_and_records_it(students, tmp_path):
     train, holdout, _ = students
     synth = DPMarginalsSynthesizer(epsilon=1.0, schema=student_schema(), random_state=0).fit(train)
     report = tabular_auditor(ledger=tmp_path / "ledger.jsonl").audit(synth, X_train=train, X_holdout=holdout)
-    assert report.data["n_synthetic"] == len(train)
+    assert report.data["n_synthetic"] == synth.n_estimate_  # the DP estimate, not the private len(train)
+    assert report.data["release_size"] == "dp_estimate"
     assert report.synthesizer["class"].endswith("DPMarginalsSynthesizer")
     assert report.synthesizer["params"]["epsilon"] == 1.0
     assert len(report.synthesizer["budget_log"]) == len(synth.budget_log_)
@@ -280,21 +285,30 @@ def test_auditor_samples_a_synthesizer_once_and_records_it(students, tmp_path):
     assert frame.loc["utility", "passed"] == False  # noqa: E712 - numpy bool
 
 
-def test_failing_check_fails_closed(students):
+class BrokenCheck(BaseCheck):
+    """A check that raises while running (a misspelled column is caught before any work instead)."""
+
+    def _evaluate(self, data):
+        raise ValueError("the model failed on 613 confidential rows")
+
+
+def test_failing_check_fails_closed(students, caplog):
     train, holdout, oracle = students
-    auditor = ReleaseAuditor([("utility", UtilityCheck(target="no_such_column"))])
+    auditor = ReleaseAuditor([("utility", BrokenCheck())])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = auditor.audit(synthetic=oracle.assign(no_such_column=1), X_train=train, X_holdout=holdout)
+        report = auditor.audit(synthetic=oracle, X_train=train, X_holdout=holdout)
     assert not report.approved and "could not run" in report.reasons[0]
+    # the error message may quote private data: it stays in the confidential reason, out of logs and public reasons
+    assert "613" not in caplog.text and "613" not in report.public_reasons[0]
     with pytest.raises(ValueError):
-        ReleaseAuditor([("utility", UtilityCheck(target="no_such_column"))], on_error="raise").audit(
-            synthetic=oracle.assign(no_such_column=1), X_train=train, X_holdout=holdout)
+        ReleaseAuditor([("utility", BrokenCheck())], on_error="raise").audit(
+            synthetic=oracle, X_train=train, X_holdout=holdout)
 
 
 def test_not_applicable_fairness_does_not_block(students):
     train, holdout, oracle = students
-    checks = [("fairness", FairnessCheck(target="outcome", protected="disability"))]
+    checks = [("fairness", FairnessCheck(target="outcome", protected="group", min_support=10**6))]
     report = ReleaseAuditor(checks + [("validity", ValidityCheck(schema=student_schema()))]).audit(
         synthetic=oracle, X_train=train, X_holdout=holdout)
     assert not report.results["fairness"].applicable
@@ -364,7 +378,12 @@ def test_cli_audit_writes_ledger_and_report(students, tmp_path, capsys):
     common = ["audit", "--train", str(tmp_path / "train.csv"), "--holdout", str(tmp_path / "holdout.parquet"),
               "--target", "outcome", "--protected", "group", "--schema", str(tmp_path / "schema.json"),
               "--ledger", str(tmp_path / "ledger.jsonl")]
-    assert main(common + ["--synthetic", str(tmp_path / "oracle.csv"), "--report", str(tmp_path / "rep")]) == 0
+    # the oracle stands in for a DP release: its budget record states the guarantee the default checks require
+    budget = {"method": "oracle", "privacy_spent": {"epsilon": 1.0, "delta": 1e-6, "is_private": True,
+                                                    "publishable": True, "reproducible_noise": False}}
+    (tmp_path / "oracle.budget.json").write_text(json.dumps(budget))
+    assert main(common + ["--synthetic", str(tmp_path / "oracle.csv"), "--report", str(tmp_path / "rep"),
+                          "--budget", str(tmp_path / "oracle.budget.json")]) == 0
     assert "APPROVED" in capsys.readouterr().out
     assert (tmp_path / "rep" / "report.html").exists()
     assert main(common + ["--synthetic", str(tmp_path / "copy.csv")]) == 1
@@ -413,3 +432,232 @@ def test_check_as_grid_search_scoring(students):
     grid.fit(train)
     assert np.all(grid.cv_results_["mean_test_score"] == 1.0)
     assert hasattr(grid.best_estimator_, "privacy_spent_")
+
+
+# --------------------------------------------------------------------------- release size, holdout, schema
+class _Recorder:
+    """A duck-typed fitted synthesizer that records whether it was sampled."""
+
+    n_estimate_ = 321
+
+    def __init__(self, table):
+        self.table, self.sampled = table, []
+
+    def sample(self, n, random_state=None):
+        self.sampled.append(n)
+        return self.table.sample(n, replace=True, random_state=random_state).reset_index(drop=True)
+
+    def get_params(self, deep=False):
+        return {"random_state": 5}
+
+
+def test_default_release_size_is_the_dp_estimate(students):
+    train, holdout, oracle = students
+    synth = _Recorder(oracle)
+    report = ReleaseAuditor([("validity", ValidityCheck(schema=student_schema()))]).audit(
+        synth, X_train=train, X_holdout=holdout)
+    assert synth.sampled == [321] and report.data["n_synthetic"] == 321
+    assert report.data["release_size"] == "dp_estimate" and report.data["n_estimate"] == 321
+    chosen = ReleaseAuditor([("validity", ValidityCheck(schema=student_schema()))]).audit(
+        synth, X_train=train, X_holdout=holdout, n_samples=len(train))
+    assert chosen.data["release_size"] == "chosen"
+    # a size chosen by the caller may be the private n: counts of synthetic rows become confidential
+    assert chosen.results["validity"].uses_confidential_data
+    assert "data.n_synthetic" in chosen.confidential_fields()
+    assert "data.n_synthetic" not in report.confidential_fields()
+
+
+def test_holdout_sharing_rows_with_train_is_refused_before_any_work(students):
+    from skdpsynth.audit import HoldoutOverlapError
+    from skdpsynth.exceptions import SkdpsynthError
+
+    train, holdout, oracle = students
+    leaky = pd.concat([holdout, train.iloc[[17]]], ignore_index=True)
+    synth = _Recorder(oracle)
+    with pytest.raises(HoldoutOverlapError, match="shares rows with X_train") as err:
+        tabular_auditor().audit(synth, X_train=train, X_holdout=leaky)
+    assert isinstance(err.value, SkdpsynthError)
+    assert synth.sampled == []  # refused before sampling
+    assert not any(ch.isdigit() for ch in str(err.value))  # no count of the shared rows
+    report = ReleaseAuditor([("validity", ValidityCheck(schema=student_schema()))]).audit(
+        synth, X_train=train, X_holdout=leaky, allow_shared_rows=True)
+    assert report.results["validity"].passed
+
+
+def test_validity_never_calls_bounds_from_the_real_rows_public(students):
+    from skdpsynth import DPMarginalsSynthesizer
+
+    train, holdout, oracle = students
+    res = ValidityCheck().evaluate(AuditData(synthetic=oracle, holdout=holdout, train=train))
+    assert not res.applicable and "no public domain" in res.reason
+    strict = ValidityCheck(on_missing_schema="fail").evaluate(AuditData(synthetic=oracle, holdout=holdout))
+    assert strict.applicable and not strict.passed
+    # epsilon=None reads the domain from the data: that schema is not public and is not used
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nonpriv = DPMarginalsSynthesizer(epsilon=None, random_state=0).fit(train)
+    assert not nonpriv.schema_.public
+    report = ReleaseAuditor([("validity", ValidityCheck())]).audit(nonpriv, X_train=train, X_holdout=holdout)
+    assert not report.results["validity"].applicable and report.schema is None
+    # a public schema_ (given, or estimated under DP) is used
+    public = DPMarginalsSynthesizer(epsilon=1.0, schema=student_schema(), random_state=0).fit(train)
+    report = ReleaseAuditor([("validity", ValidityCheck())]).audit(public, X_train=train, X_holdout=holdout)
+    assert report.results["validity"].applicable and report.results["validity"].passed
+    assert report.results["validity"].details["schema_source"] == "public schema"
+
+
+def test_misspelled_columns_and_classes_name_what_is_available(students):
+    from skdpsynth.audit import UnknownColumnError
+
+    train, holdout, oracle = students
+    cases = [
+        (pearl_checks("classification", target="outcom"), "'outcom'", "'outcome'"),
+        (pearl_checks("classification", target="outcome", protected=["grup"]), "'grup'", "'group'"),
+        (pearl_checks("classification", target="outcome", protected="group", positive="dropuot"), "'dropuot'",
+         "'dropout'"),
+    ]
+    synth = _Recorder(oracle)
+    for checks, wrong, suggestion in cases:
+        with pytest.raises(UnknownColumnError) as err:
+            ReleaseAuditor(checks).audit(synth, X_train=train, X_holdout=holdout)
+        msg = str(err.value)
+        assert wrong in msg and f"did you mean {suggestion}" in msg, msg
+        assert "'attendance'" in msg or "'enrolled'" in msg  # the available columns / classes are listed
+    assert synth.sampled == []
+
+
+# --------------------------------------------------------------------------- the formal guarantee
+def _guarantee(report):
+    res = report.results["privacy_guarantee"]
+    return res.passed, res.reason
+
+
+def test_non_private_release_is_rejected_by_the_default_checks(students):
+    from skdpsynth import NPGCSynthesizer
+
+    train, holdout, _ = students
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = NPGCSynthesizer(epsilon=None, schema=student_schema(), random_state=0).fit(train)
+    checks = pearl_checks("classification", target="outcome", schema=student_schema())
+    assert checks[0][0] == "privacy_guarantee"  # on by default
+    report = ReleaseAuditor(checks).audit(synth, X_train=train, X_holdout=holdout)
+    passed, reason = _guarantee(report)
+    assert not passed and not report.approved
+    assert "not differentially private" in reason and "epsilon=None" in reason
+    assert any("not differentially private" in r for r in report.public_reasons)
+    assert report.results["privacy_guarantee"].uses_confidential_data is False
+
+
+def test_guarantee_rejects_reproducible_noise_not_end_to_end_and_large_epsilon(students):
+    from skdpsynth import DPMarginalsSynthesizer
+    from skdpsynth.schema import infer_schema
+
+    train, holdout, _ = students
+    check = [("privacy_guarantee", PrivacyGuaranteeCheck())]
+
+    def verdict(synth):
+        return _guarantee(ReleaseAuditor(check).audit(synth.fit(train), X_holdout=holdout))
+
+    passed, reason = verdict(DPMarginalsSynthesizer(epsilon=1.0, schema=student_schema()))
+    assert passed and "publishable" in reason
+    passed, reason = verdict(DPMarginalsSynthesizer(epsilon=1.0, schema=student_schema(), random_state=3,
+                                                    reproducible_noise=True))
+    assert not passed and "reproducible_noise=True" in reason and "not publishable" in reason
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inferred = infer_schema(train)
+    passed, reason = verdict(DPMarginalsSynthesizer(epsilon=1.0, schema=inferred))
+    assert not passed and "not end-to-end DP" in reason and "schema not confirmed public" in reason
+    passed, reason = verdict(DPMarginalsSynthesizer(epsilon=20.0, schema=student_schema()))
+    assert not passed and "exceeds epsilon_max 10" in reason
+
+
+def test_guarantee_of_a_table_from_its_budget_file(students, tmp_path):
+    from skdpsynth.audit import Ledger
+
+    train, holdout, oracle = students
+    checks = pearl_checks("classification", target="outcome", schema=student_schema())
+    bare = ReleaseAuditor(checks).audit(synthetic=oracle, X_train=train, X_holdout=holdout)
+    assert not _guarantee(bare)[0] and "no formal DP guarantee" in _guarantee(bare)[1]
+    # the record `skdpsynth synthesize` writes beside the table (nested privacy_spent + budget log)
+    record = {"method": "npgc", "n_estimate": 690, "privacy_spent": {
+        "epsilon": 2.0, "delta": 1e-6, "is_private": True, "publishable": True, "reproducible_noise": False},
+        "budget_log": [{"kind": "pure", "target": "histogram", "noise": "secure"}]}
+    (tmp_path / "release.budget.json").write_text(json.dumps(record))
+    led = Ledger(tmp_path / "ledger.jsonl")
+    report = ReleaseAuditor(checks, ledger=led).audit(synthetic=oracle, X_train=train, X_holdout=holdout,
+                                                      privacy=tmp_path / "release.budget.json")
+    assert report.approved, report.reasons
+    assert report.privacy["epsilon"] == 2.0 and report.privacy["publishable"] and report.privacy["method"] == "npgc"
+    entry = led.read()[-1]
+    assert entry["privacy"]["epsilon"] == 2.0 and not any(p.startswith("privacy.") for p in
+                                                          entry["confidential_fields"])
+    # the flat form; a budget that does not say where its noise came from is not publishable (fail closed)
+    flat = {"epsilon": 2.0, "delta": 1e-6, "is_private": True, "method": "x"}
+    unsure = ReleaseAuditor(checks).audit(synthetic=oracle, X_train=train, X_holdout=holdout, privacy=flat)
+    assert not _guarantee(unsure)[0] and "secure source" in _guarantee(unsure)[1]
+    nonpriv = ReleaseAuditor(checks).audit(synthetic=oracle, X_train=train, X_holdout=holdout,
+                                           privacy={"epsilon": None, "method": "x"})
+    assert "not differentially private" in _guarantee(nonpriv)[1]
+
+
+# --------------------------------------------------------------------------- regression targets
+def _with_grade(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    grade = (frame["score"] / 5 + 4 * frame["attendance"] + rng.normal(0, 1, len(frame))).round().clip(0, 20)
+    return frame.drop(columns="outcome").assign(grade=grade.astype(int))
+
+
+def test_numeric_target_is_audited_as_regression(students):
+    from skdpsynth import TableSchema
+
+    train, holdout, oracle = (_with_grade(f, i) for i, f in enumerate(students))
+    schema = TableSchema.from_dict({**{c.name: c.to_dict() for c in student_schema().columns if c.name != "outcome"},
+                                    "grade": {"kind": "integer", "lower": 0, "upper": 20}})
+    checks = pearl_checks("classification", target="grade", schema=schema, privacy_guarantee=False)
+    report = ReleaseAuditor(checks).audit(synthetic=oracle, X_train=train, X_holdout=holdout)
+    util = report.results["utility"]
+    assert util.details["task"] == "regression" and util.passed, util.reason
+    assert util.details["trtr_r2"] > 0.5 and util.details["ratio"] > 0.8
+    assert "tstr_mae" in util.details
+    shuffled = oracle.assign(grade=np.random.default_rng(0).permutation(oracle["grade"].to_numpy()))
+    bad = ReleaseAuditor(pearl_checks("regression", target="grade", schema=schema, privacy_guarantee=False)).audit(
+        synthetic=shuffled, X_train=train, X_holdout=holdout)
+    assert not bad.results["utility"].passed and "R^2" in bad.results["utility"].reason
+    # without a schema the values decide (21 whole grades -> regression)
+    assert UtilityCheck(target="grade").evaluate(AuditData(synthetic=oracle, holdout=holdout, train=train)
+                                                 ).details["task"] == "regression"
+    with pytest.raises(ValueError, match="fairness"):
+        pearl_checks("regression", target="grade", protected="group")
+
+
+# --------------------------------------------------------------------------- report and display
+def test_report_holds_results_only_and_save_refuses_to_overwrite(students, tmp_path):
+    from skdpsynth.audit import AuditReportDisplay
+
+    train, holdout, oracle = students
+    checks = [("validity", ValidityCheck(schema=student_schema())), ("privacy", PrivacyCheck())]
+    report = ReleaseAuditor(checks).audit(synthetic=oracle, X_train=train, X_holdout=holdout)
+    assert not hasattr(report, "holdout")
+    frames = [v for v in vars(report).values() if isinstance(v, pd.DataFrame)]
+    assert len(frames) == 1 and frames[0] is report.synthetic  # the release only
+    # plot aggregates, never per-row values of the real data
+    assert len(report.results["privacy"].artifacts["membership_hist"]["members"]) == 40
+    disp = AuditReportDisplay.from_report(report).plot()
+    assert set(disp.figures_) == {"marginals", "privacy_membership"}
+    disp.close()
+    folder = report.save(tmp_path / "rep")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        report.save(tmp_path / "rep")
+    assert report.save(tmp_path / "rep", overwrite=True) == folder
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.txt").write_text("kept")
+    report.save(tmp_path / "notes")  # a folder without a report is fine
+    assert (tmp_path / "notes" / "mine.txt").read_text() == "kept"
+    md = report.save(tmp_path / "summary.md")
+    assert "APPROVED" in md.read_text()
+    with pytest.raises(FileExistsError):
+        report.save(tmp_path / "summary.md")
+    with pytest.raises(FileExistsError):
+        report.to_html(tmp_path / "summary.md")

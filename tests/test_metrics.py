@@ -10,11 +10,13 @@ from threadpoolctl import threadpool_limits
 
 from skdpsynth.metrics import (
     ajs,
+    default_classifier,
     discriminator_auc,
     exact_copy_rates,
     fairness_gaps,
     gower_encode,
     majority_floor_f1,
+    marginal_histograms,
     membership_inference_auc,
     nearest_neighbour_privacy,
     outcome_coverage,
@@ -22,6 +24,8 @@ from skdpsynth.metrics import (
     sequence_features,
     sequence_validity,
     subgroup_recalls,
+    target_task,
+    tstr_regression_scores,
     tstr_scores,
 )
 from skdpsynth.metrics._privacy import gower_min_distances
@@ -207,3 +211,60 @@ def test_sequence_features_ignore_order():
     assert list(feats.columns) == ["n_events", "count=a", "count=b", "y"]
     assert feats.loc[1, ["n_events", "count=a", "count=b"]].tolist() == feats.loc[2, ["n_events", "count=a",
                                                                                       "count=b"]].tolist()
+
+
+def test_a_synthetic_class_with_a_single_row_does_not_stop_the_classifier():
+    train, holdout, fresh = make_students(300, 0), make_students(300, 1), make_students(300, 2)
+    lone = pd.concat([fresh[fresh["outcome"] != "dropout"], fresh[fresh["outcome"] == "dropout"].iloc[:1]])
+    assert (lone["outcome"] == "dropout").sum() == 1
+    res = tstr_scores(train, holdout, lone, target="outcome", random_state=0)
+    assert np.isfinite(res["tstr_f1"]) and "dropout" in res["per_class_tstr"]
+    model = default_classifier(lone.drop(columns="outcome"), random_state=0)
+    model.fit(lone.drop(columns="outcome"), lone["outcome"])
+    assert model[-1].get_params()["early_stopping"] is True  # unchanged; only that fit went without it
+    # early stopping still runs when the split can be drawn
+    model.fit(fresh.drop(columns="outcome"), fresh["outcome"])
+    assert model[-1].n_iter_ <= 100
+
+
+def _graded(n, seed):
+    frame = make_students(n, seed)
+    rng = np.random.default_rng(seed + 100)
+    grade = (frame["score"] / 5 + 4 * frame["attendance"] + rng.normal(0, 1, n)).round().clip(0, 20)
+    return frame.drop(columns="outcome").assign(grade=grade.astype(int))
+
+
+def test_tstr_regression_scores():
+    train, holdout, fresh = _graded(500, 0), _graded(500, 1), _graded(500, 2)
+    res = tstr_regression_scores(train, holdout, fresh, target="grade", random_state=0)
+    assert res["trtr_r2"] > 0.5 and res["ratio"] > 0.85
+    assert res["mean_floor_r2"] <= 0.01 and res["tstr_mae"] < res["mean_floor_mae"]
+    noise = fresh.assign(grade=np.random.default_rng(0).permutation(fresh["grade"].to_numpy()))
+    assert tstr_regression_scores(train, holdout, noise, target="grade", random_state=0)["ratio"] < 0.3
+    cv = tstr_regression_scores(None, holdout, fresh, target="grade", random_state=0)
+    assert "cross-validation" in cv["trtr_method"] and cv["trtr_r2"] > 0.4
+
+
+def test_target_task():
+    assert target_task(pd.Series(["a", "b"])) == "classification"
+    assert target_task(pd.Series([0, 1, 2, 1])) == "classification"
+    assert target_task(pd.Series(np.arange(21))) == "regression"
+    assert target_task(pd.Series([0.5, 1.0])) == "regression"
+    assert target_task(pd.Series([0, 1]), schema=student_schema(), name="score") == "regression"
+    assert target_task(pd.Series([1.5]), schema=student_schema(), name="course") == "classification"
+
+
+def test_marginal_histograms_are_shares_on_shared_bins():
+    real, syn = make_students(200, 0), make_students(150, 1)
+    marg = marginal_histograms(real, syn, schema=student_schema())
+    assert marg["score"]["kind"] == "numeric" and marg["score"]["edges"][0] == 0.0
+    assert marg["course"]["kind"] == "categorical" and set(marg["course"]["labels"]) <= {"'math'", "'bio'", "'art'"}
+    for m in marg.values():
+        assert sum(m["real"]) == pytest.approx(1.0) and sum(m["synthetic"]) == pytest.approx(1.0)
+
+
+def test_discriminator_error_does_not_print_the_private_size():
+    tiny = make_students(3, 0)
+    with pytest.raises(ValueError) as err:
+        discriminator_auc(tiny, make_students(50, 1), cv=5)
+    assert "3 " not in str(err.value) and "50" not in str(err.value)

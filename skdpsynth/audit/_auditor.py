@@ -1,4 +1,4 @@
-"""ReleaseAuditor: sample once, run every check, approve or reject, log to the ledger."""
+"""ReleaseAuditor: validate the inputs, sample once, run every check, approve or reject, log to the ledger."""
 
 from __future__ import annotations
 
@@ -8,121 +8,47 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from skdpsynth.audit._base import AuditData, BaseCheck, CheckResult, MissingTrainingDataError
-from skdpsynth.audit._checks import (
-    FairnessCheck,
-    KnowledgeTracingCheck,
-    PrivacyCheck,
-    SequenceTaskCheck,
-    UtilityCheck,
-    ValidityCheck,
+from skdpsynth.audit._base import (
+    AuditData,
+    AuditError,
+    BaseCheck,
+    CheckResult,
+    HoldoutOverlapError,
+    MissingTrainingDataError,
+    jsonable,
 )
-from skdpsynth.audit._ledger import Ledger, library_versions, synthesizer_record
+from skdpsynth.audit._ledger import Ledger
+from skdpsynth.audit._pearl import TASKS, pearl_checks
+from skdpsynth.audit._provenance import library_versions, synthesizer_record
 from skdpsynth.audit._report import AuditReport
+from skdpsynth.audit._spend import public_schema, release_privacy
+from skdpsynth.metrics._fidelity import marginal_histograms
+from skdpsynth.schema import resolve_schema
 
-__all__ = ["ReleaseAuditor", "pearl_checks"]
+__all__ = ["ReleaseAuditor", "pearl_checks", "TASKS"]
 
 logger = logging.getLogger("skdpsynth.audit")
 logger.addHandler(logging.NullHandler())
 
-TASKS = ("classification", "sequence", "knowledge_tracing")
-
-
-def pearl_checks(
-    task: str = "classification",
-    *,
-    target: str | None = None,
-    protected: str | Sequence[str] | None = None,
-    positive: Any = None,
-    schema: Any = None,
-    id_col: str | None = None,
-    order_col: str | None = None,
-    event_col: str | Sequence[str] | None = None,
-    skill_col: str = "skill_id",
-    correct_col: str = "correct",
-    random_state: int | None = None,
-) -> list[tuple[str, BaseCheck]]:
-    """The PEARL check set for a task, with PEARL's (or documented default) thresholds.
-
-    Parameters
-    ----------
-    task : {"classification", "sequence", "knowledge_tracing"}
-        ``classification``: validity, privacy, utility (+ fairness when
-        ``protected`` is given). ``sequence`` (long event table with one
-        outcome per learner): validity of the sequences, privacy and utility
-        on order-free per-learner features, and the GRU sequence task.
-        ``knowledge_tracing`` (long response table): validity, privacy, and
-        DKT + SAKT next-response suitability (+ utility when ``target`` names
-        a per-learner outcome).
-    target : str
-        Outcome column (per row, or per learner for sequences).
-    protected : str or list of str, optional
-        Protected attributes for the fairness check (tables only).
-    positive : label, optional
-        Class whose recall the fairness check compares (default: macro recall).
-    schema : TableSchema, optional
-        Public schema for validity and distance scaling.
-    id_col, order_col, event_col : str
-        Long-table columns (sequence and knowledge-tracing tasks).
-    skill_col, correct_col : str
-        Knowledge-tracing columns.
-    random_state : int, optional
-        Seed of every check's models (default: the auditor's).
-
-    Returns
-    -------
-    list of (name, check)
-    """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}.")
-    rs = random_state
-    if task == "classification":
-        if target is None:
-            raise ValueError("pearl_checks('classification') needs target=<outcome column>.")
-        checks: list[tuple[str, BaseCheck]] = [
-            ("validity", ValidityCheck(schema=schema)),
-            ("privacy", PrivacyCheck(schema=schema, random_state=rs)),
-            ("utility", UtilityCheck(target=target, random_state=rs)),
-        ]
-        if protected:
-            checks.append(("fairness", FairnessCheck(target=target, protected=protected, positive=positive,
-                                                     random_state=rs)))
-        return checks
-    if id_col is None or order_col is None:
-        raise ValueError(f"pearl_checks({task!r}) needs id_col and order_col (long event table).")
-    if task == "sequence":
-        if target is None or event_col is None:
-            raise ValueError("pearl_checks('sequence') needs target=<outcome column> and event_col.")
-        return [
-            ("validity", ValidityCheck(schema=schema, id_col=id_col, order_col=order_col, event_col=event_col,
-                                       label_col=target)),
-            ("privacy", PrivacyCheck(id_col=id_col, event_col=event_col, label_col=target, random_state=rs)),
-            ("utility", UtilityCheck(target=target, id_col=id_col, event_col=event_col, random_state=rs)),
-            ("sequence_task", SequenceTaskCheck(id_col=id_col, order_col=order_col, event_col=event_col,
-                                                label_col=target, random_state=rs)),
-        ]
-    events = [skill_col, correct_col]
-    checks = [
-        ("validity", ValidityCheck(schema=schema, id_col=id_col, order_col=order_col, event_col=events,
-                                   vocabulary={correct_col: [0, 1]}, label_col=target)),
-        ("privacy", PrivacyCheck(id_col=id_col, event_col=events, label_col=target, random_state=rs)),
-    ]
-    if target is not None:
-        checks.append(("utility", UtilityCheck(target=target, id_col=id_col, event_col=events, random_state=rs)))
-    checks.append(("knowledge_tracing", KnowledgeTracingCheck(id_col=id_col, order_col=order_col, skill_col=skill_col,
-                                                              correct_col=correct_col, random_state=rs)))
-    return checks
-
 
 def _fingerprint(frame: pd.DataFrame) -> str:
     return hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()).hexdigest()
+
+
+def shares_rows(X_train: pd.DataFrame, X_holdout: pd.DataFrame) -> bool:
+    """Whether any holdout row is an exact duplicate of a training row (on the shared columns; rows hashed)."""
+    cols = [c for c in X_holdout.columns if c in X_train.columns]
+    if not cols or len(X_train) == 0:
+        return False
+    hold = pd.util.hash_pandas_object(X_holdout[cols], index=False).to_numpy()
+    train = pd.util.hash_pandas_object(X_train[cols], index=False).to_numpy()
+    return bool(np.isin(hold, train).any())
 
 
 class ReleaseAuditor(BaseEstimator):
@@ -135,10 +61,13 @@ class ReleaseAuditor(BaseEstimator):
     ledger : None, str, PathLike or Ledger, default=None
         Where to append one hash-chained entry per audit.
     schema : TableSchema, optional
-        Public schema shared with the checks (validity, distance scaling).
+        Public schema shared with the checks (validity, distance scaling);
+        default: the synthesizer's ``schema_`` when it is public. A schema is
+        never read from the real rows.
     n_samples : int, optional
-        Rows (learners) to sample from a synthesizer; default: as many as the
-        training rows (learners), else the holdout's.
+        Rows (learners) to sample from a synthesizer; default: its DP estimate
+        ``n_estimate_`` of the number of people (the exact training size is
+        private).
     on_error : {"fail", "raise"}, default="fail"
         A check that raises is recorded as failed with the error as its
         reason (fail closed), or the error propagates.
@@ -149,7 +78,7 @@ class ReleaseAuditor(BaseEstimator):
     --------
     >>> auditor = ReleaseAuditor(checks=pearl_checks("classification", target="Target"))  # doctest: +SKIP
     >>> report = auditor.audit(synth, X_train=train, X_holdout=holdout)                  # doctest: +SKIP
-    >>> report.approved, report.reasons                                                   # doctest: +SKIP
+    >>> report.approved, report.public_reasons                                            # doctest: +SKIP
     """
 
     def __init__(self, checks, *, ledger=None, schema=None, n_samples=None, on_error="fail", random_state=0):
@@ -177,12 +106,76 @@ class ReleaseAuditor(BaseEstimator):
             raise ValueError(f"on_error must be 'fail' or 'raise', got {self.on_error!r}.")
         return [(n, clone(c) if isinstance(c, BaseEstimator) else c) for n, c in checks]
 
-    def _persons(self, checks: list[tuple[str, BaseCheck]], frame: pd.DataFrame) -> int:
-        for _, c in checks:
-            id_col = getattr(c, "id_col", None)
-            if id_col is not None and id_col in frame.columns:
-                return int(frame[id_col].nunique())
-        return len(frame)
+    @staticmethod
+    def _check_tables(synthesizer: Any, synthetic: Any, X_train: Any, X_holdout: Any) -> None:
+        if synthesizer is None and synthetic is None:
+            raise ValueError("give a fitted synthesizer or a synthetic table to audit.")
+        if not isinstance(X_holdout, pd.DataFrame) or len(X_holdout) == 0:
+            raise ValueError("X_holdout must be a non-empty pandas DataFrame of real rows not used for training.")
+        if X_train is not None and not isinstance(X_train, pd.DataFrame):
+            raise TypeError("X_train must be a pandas DataFrame.")
+        if synthetic is not None and not isinstance(synthetic, pd.DataFrame):
+            raise TypeError("synthetic must be a pandas DataFrame.")
+
+    def _schema(self, synthesizer: Any) -> Any:
+        if self.schema is not None:
+            return resolve_schema(self.schema)
+        return public_schema(synthesizer) if synthesizer is not None else None
+
+    def _preflight(self, checks: list, X_train: Any, X_holdout: pd.DataFrame, schema: Any,
+                   allow_shared_rows: bool) -> None:
+        """Everything that must hold before any work: columns, training rows, a clean holdout."""
+        for _, check in checks:
+            if hasattr(check, "check_inputs"):
+                check.check_inputs(X_holdout, schema)
+        needs = [n for n, c in checks if getattr(c, "requires_train", False)]
+        if needs and X_train is None:
+            raise MissingTrainingDataError(
+                f"check(s) {needs} need the synthesizer's training rows (members of the membership attack): pass "
+                "X_train, or drop those checks.")
+        if X_train is not None and not allow_shared_rows and shares_rows(X_train, X_holdout):
+            raise HoldoutOverlapError(
+                "X_holdout shares rows with X_train (exact duplicate rows): the holdout must be people the "
+                "synthesizer never saw, or the membership attack compares members with members. Split by person "
+                "before fitting (e.g. train_test_split on one row per person, GroupShuffleSplit on learner ids). "
+                "If distinct people can share an identical row in this table (a low-entropy table), pass "
+                "allow_shared_rows=True.")
+
+    @staticmethod
+    def _release(synthesizer: Any, synthetic: Any, n: int | None, seed: int,
+                 spend: dict | None) -> tuple[pd.DataFrame, str, bool, int | None]:
+        """The table to audit, where it came from, whether its size is public, the DP size estimate."""
+        n_est = getattr(synthesizer, "n_estimate_", None) if synthesizer is not None else None
+        if n_est is None and spend is not None:
+            n_est = spend.get("n_estimate")
+        if synthetic is not None:
+            return synthetic, "given", n_est is not None and len(synthetic) == int(n_est), n_est
+        if n is None:
+            if n_est is None:
+                raise AuditError(
+                    f"{type(synthesizer).__name__} has no n_estimate_ (a DP estimate of the number of people) to size "
+                    "the release: pass n_samples= (a public size; len(X_train) would reveal the private n).")
+            n = int(n_est)
+        synthetic = synthesizer.sample(int(n), random_state=seed)
+        return synthetic, "sampled from the synthesizer", n_est is not None and int(n) == int(n_est), n_est
+
+    def _run(self, checks: list[tuple[str, BaseCheck]], data: AuditData) -> dict[str, CheckResult]:
+        results: dict[str, CheckResult] = {}
+        for name, check in checks:
+            try:
+                res = check.evaluate(data)
+            except Exception as exc:
+                if self.on_error == "raise":
+                    raise
+                # the message may quote confidential data: the log names the check and the error type only
+                logger.warning("check %s could not run (%s)", name, type(exc).__name__)
+                res = CheckResult(name, float("nan"), False, None,
+                                  f"{name}: the check could not run ({type(exc).__name__}: {exc})",
+                                  {"error": f"{type(exc).__name__}: {exc}"}, confidential=["error"],
+                                  public_reason=f"{name}: the check could not run ({type(exc).__name__})")
+            res.name = name
+            results[name] = res
+        return results
 
     def audit(
         self,
@@ -192,101 +185,90 @@ class ReleaseAuditor(BaseEstimator):
         X_train: pd.DataFrame | None = None,
         X_holdout: pd.DataFrame,
         n_samples: int | None = None,
+        privacy: Any = None,
         random_state: int | None = None,
+        allow_shared_rows: bool = False,
     ) -> AuditReport:
         """Audit a fitted synthesizer (sampled once) or a ready synthetic table.
+
+        Before any work the inputs are checked: every column a check names
+        (target, protected attributes, positive class, long-table columns) must
+        be in ``X_holdout`` (:class:`UnknownColumnError`), and ``X_holdout``
+        must not overlap ``X_train``: no shared row (:class:`HoldoutOverlapError`).
 
         Parameters
         ----------
         synthesizer : fitted synthesizer, optional
             Duck type: ``sample(n, random_state=...)``, ``get_params``,
-            ``privacy_spent_`` (and ``budget_log_``), recorded in the ledger.
+            ``privacy_spent_`` (and ``budget_log_``, ``n_estimate_``), recorded
+            in the ledger.
         synthetic : DataFrame, optional
-            A ready release (e.g. from CTGAN); give this or ``synthesizer``
-            (both: the table is audited and the synthesizer recorded).
+            A ready release; give this or ``synthesizer`` (both: the table is
+            audited and the synthesizer recorded).
         X_train : DataFrame, optional
             The synthesizer's training rows (confidential); needed by the
             privacy check.
         X_holdout : DataFrame
             Real rows the synthesizer never saw (confidential).
         n_samples : int, optional
-            Overrides the auditor's ``n_samples``.
+            Overrides the auditor's ``n_samples`` (default: ``n_estimate_``).
+        privacy : dict or path, optional
+            The guarantee of a ``synthetic`` table audited without its
+            synthesizer: the budget JSON written by ``skdpsynth synthesize``
+            beside the output (see :func:`release_privacy`).
         random_state : int, optional
             Overrides the auditor's ``random_state``.
+        allow_shared_rows : bool, default=False
+            Accept holdout rows identical to training rows (only for tables
+            where distinct people can share a row).
 
         Returns
         -------
         AuditReport
         """
         checks = self._validated_checks()
-        if synthesizer is None and synthetic is None:
-            raise ValueError("give a fitted synthesizer or a synthetic table to audit.")
-        if not isinstance(X_holdout, pd.DataFrame) or len(X_holdout) == 0:
-            raise ValueError("X_holdout must be a non-empty pandas DataFrame of real rows not used for training.")
-        if X_train is not None and not isinstance(X_train, pd.DataFrame):
-            raise TypeError("X_train must be a pandas DataFrame.")
-        needs = [n for n, c in checks if getattr(c, "requires_train", False)]
-        if needs and X_train is None:
-            raise MissingTrainingDataError(
-                f"check(s) {needs} need the synthesizer's training rows (members of the membership attack): pass "
-                "X_train, or drop those checks.")
+        self._check_tables(synthesizer, synthetic, X_train, X_holdout)
+        schema = self._schema(synthesizer)
+        spend = release_privacy(synthesizer, privacy)
+        self._preflight(checks, X_train, X_holdout, schema, allow_shared_rows)
         seed = self.random_state if random_state is None else random_state
         seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % (2**31))
         start = time.perf_counter()
-        if synthetic is None:
-            n = n_samples or self.n_samples or self._persons(checks, X_train if X_train is not None else X_holdout)
-            synthetic = synthesizer.sample(int(n), random_state=seed)
-            source = "sampled from the synthesizer"
-        else:
-            if not isinstance(synthetic, pd.DataFrame):
-                raise TypeError("synthetic must be a pandas DataFrame.")
-            source = "given"
-        schema = self.schema
-        if schema is not None:
-            from skdpsynth.base import resolve_schema
-
-            schema = resolve_schema(schema)
-        elif synthesizer is not None:
-            cand = getattr(synthesizer, "schema_", None)
-            if cand is not None and hasattr(cand, "validate") and getattr(cand, "public", False):
-                schema = cand
+        n = n_samples if n_samples is not None else self.n_samples
+        synthetic, source, size_public, n_est = self._release(synthesizer, synthetic, n, seed, spend)
         data = AuditData(synthetic=synthetic, holdout=X_holdout, train=X_train, schema=schema,
-                         synthesizer=synthesizer, random_state=seed)
-        results: dict[str, CheckResult] = {}
-        for name, check in checks:
-            try:
-                res = check.evaluate(data)
-            except Exception as exc:
-                if self.on_error == "raise":
-                    raise
-                logger.warning("check %s raised %s: %s", name, type(exc).__name__, exc)
-                res = CheckResult(name, float("nan"), False, None,
-                                  f"{name}: the check could not run ({type(exc).__name__}: {exc})",
-                                  {"error": f"{type(exc).__name__}: {exc}"})
-            res.name = name
-            results[name] = res
+                         synthesizer=synthesizer, random_state=seed, privacy=spend, release_size_public=size_public)
+        results = self._run(checks, data)
+        try:
+            artifacts = {"marginals": marginal_histograms(X_holdout, synthetic, schema=schema)}
+        except (TypeError, ValueError) as exc:  # plots are optional; the verdict is not
+            logger.warning("marginal plots unavailable (%s)", type(exc).__name__)
+            artifacts = {}
+        rec = synthesizer_record(synthesizer)
         report = AuditReport(
-            results=results,
-            synthesizer=synthesizer_record(synthesizer),
-            seeds={"audit_random_state": seed,
-                   "synthesizer_random_state": synthesizer_record(synthesizer).get("random_state")},
+            results=results, synthesizer=rec, privacy=spend,
+            seeds={"audit_random_state": seed, "synthesizer_random_state": rec.get("random_state")},
             data={"synthetic_source": source, "n_synthetic": int(len(synthetic)),
+                  "release_size": "dp_estimate" if size_public else "chosen",
+                  "n_estimate": None if n_est is None else int(n_est),
                   "n_train": None if X_train is None else int(len(X_train)), "n_holdout": int(len(X_holdout)),
                   "synthetic_sha256": _fingerprint(synthetic)},
             library_versions=library_versions(),
             timestamp=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            audit_id=uuid.uuid4().hex,
-            elapsed_s=time.perf_counter() - start,
-            checks={name: repr(c) for name, c in checks},
-            synthetic=synthetic,
-            holdout=X_holdout,
-            schema=schema,
+            audit_id=uuid.uuid4().hex, elapsed_s=time.perf_counter() - start,
+            checks={name: {"class": type(c).__name__,
+                           "params": jsonable(c.get_params(deep=False)) if hasattr(c, "get_params") else {}}
+                    for name, c in checks},
+            synthetic=synthetic, schema=schema, artifacts=artifacts,
         )
-        ledger = self.ledger
-        if ledger is not None:
-            if isinstance(ledger, (str, os.PathLike)):
-                ledger = Ledger(ledger)
-            entry = ledger.record_audit(report)
-            report.ledger_entry = {"path": str(ledger.path), "seq": entry["seq"], "hash": entry["hash"]}
+        self._log(report)
         return report
 
+    def _log(self, report: AuditReport) -> None:
+        ledger = self.ledger
+        if ledger is None:
+            return
+        if isinstance(ledger, (str, os.PathLike)):
+            ledger = Ledger(ledger)
+        entry = ledger.record_audit(report)
+        report.ledger_entry = {"path": str(ledger.path), "seq": entry["seq"], "hash": entry["hash"]}

@@ -1,9 +1,11 @@
-"""Audit data, check results and the base class of checks (estimators and sklearn scorers)."""
+"""Audit data, check results, audit errors and the base class of checks (estimators and sklearn scorers)."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,11 +13,26 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-__all__ = ["AuditData", "CheckResult", "BaseCheck", "MissingTrainingDataError", "jsonable"]
+from skdpsynth.exceptions import SkdpsynthError
+
+__all__ = ["AuditData", "CheckResult", "BaseCheck", "AuditError", "MissingTrainingDataError", "HoldoutOverlapError",
+           "UnknownColumnError", "jsonable"]
 
 
-class MissingTrainingDataError(ValueError):
+class AuditError(SkdpsynthError, ValueError):
+    """The audit cannot run as asked (raised before any check runs)."""
+
+
+class MissingTrainingDataError(AuditError):
     """A check needs the synthesizer's training rows (e.g. membership inference) and was given none."""
+
+
+class HoldoutOverlapError(AuditError):
+    """``X_holdout`` shares rows with ``X_train``: the holdout must be people the synthesizer never saw."""
+
+
+class UnknownColumnError(AuditError):
+    """A check names a column (target, protected attribute, ...) or a class that is not in the data."""
 
 
 def jsonable(obj: Any) -> Any:
@@ -52,12 +69,18 @@ class AuditData:
         The synthesizer's training rows (confidential): the attack's members
         and the train-on-real reference. Checks that need them say so.
     schema : TableSchema or None
-        The public schema, if known.
+        The public schema, if known (never one read from the real rows).
     synthesizer : object or None
         The fitted synthesizer (duck type: ``sample``, ``get_params``,
         ``privacy_spent_``), when the release came from one.
     random_state : int
         Seed shared by the checks' own randomness (models, subsamples).
+    privacy : dict or None
+        The release's formal guarantee (see :func:`skdpsynth.audit.release_privacy`).
+    release_size_public : bool
+        True when the release's size is a DP estimate (``n_estimate_``), so
+        counts of synthetic rows reveal nothing; otherwise they are treated as
+        confidential (the size may be the exact private n).
     cache : dict
         Results shared between checks (e.g. the TSTR predictions the utility and
         fairness checks both use).
@@ -69,6 +92,8 @@ class AuditData:
     schema: Any = None
     synthesizer: Any = None
     random_state: int = 0
+    privacy: dict | None = None
+    release_size_public: bool = False
     cache: dict = field(default_factory=dict, repr=False)
 
 
@@ -85,9 +110,10 @@ class CheckResult:
     passed : bool
         Whether the release passes (always True when not ``applicable``).
     threshold : Any
-        The decision rule's thresholds.
+        The decision rule's thresholds (public).
     reason : str
-        One readable sentence: why it failed, or what it found when it passed.
+        One readable sentence: why it failed, or what it found when it passed
+        (may quote confidential numbers).
     details : dict
         Raw numbers (JSON-friendly).
     applicable : bool
@@ -96,9 +122,15 @@ class CheckResult:
     confidential : list of str
         Keys of ``details`` computed on confidential (real) data.
     artifacts : dict
-        Arrays for plots; not written to the ledger.
+        Aggregates for plots; never written to the ledger or the JSON report.
     elapsed_s : float
         Wall time of the check.
+    public_reason : str
+        The reason without confidential numbers: which rule failed (or that
+        the check passed). Default: the check's name and verdict.
+    uses_confidential_data : bool, default=True
+        Whether ``score``, ``reason`` and ``elapsed_s`` depend on confidential
+        data (then they are confidential fields of the ledger entry).
     """
 
     name: str
@@ -111,13 +143,31 @@ class CheckResult:
     confidential: list = field(default_factory=list)
     artifacts: dict = field(default_factory=dict, repr=False)
     elapsed_s: float = 0.0
+    public_reason: str = ""
+    uses_confidential_data: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.public_reason:
+            if not self.uses_confidential_data:
+                self.public_reason = self.reason
+            else:
+                verdict = "not applicable" if not self.applicable else ("passed" if self.passed else "failed")
+                self.public_reason = f"{self.name}: {verdict} (details confidential)"
+
+    def confidential_paths(self) -> list[str]:
+        """Dotted paths, relative to this result's dict, of the fields computed on confidential data."""
+        paths = [f"details.{k}" for k in self.confidential]
+        if self.uses_confidential_data:
+            paths += ["score", "reason", "elapsed_s"]
+        return paths
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (without the plot artifacts)."""
         return jsonable({
             "name": self.name, "score": self.score, "passed": self.passed, "applicable": self.applicable,
-            "threshold": self.threshold, "reason": self.reason, "details": self.details,
-            "confidential_fields": list(self.confidential), "elapsed_s": self.elapsed_s,
+            "threshold": self.threshold, "reason": self.reason, "public_reason": self.public_reason,
+            "details": self.details, "confidential_fields": list(self.confidential),
+            "uses_confidential_data": self.uses_confidential_data, "elapsed_s": self.elapsed_s,
         })
 
 
@@ -125,6 +175,37 @@ def _as_list(cols: Any) -> list[str]:
     if cols is None:
         return []
     return [cols] if isinstance(cols, str) else list(cols)
+
+
+def _suggest(name: Any, options: Iterable[Any]) -> str:
+    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def require_columns(check: Any, frame: pd.DataFrame, roles: dict[str, Any]) -> None:
+    """Raise :class:`UnknownColumnError` naming each role's column that ``frame`` lacks, and the columns it has.
+
+    ``roles`` maps a role (``"target"``, ``"protected"``, ...) to a column name
+    or a list of names (None: not used).
+    """
+    available = [str(c) for c in frame.columns]
+    problems = []
+    for role, cols in roles.items():
+        for col in _as_list(cols):
+            if col not in frame.columns:
+                problems.append(f"{role} column {col!r} is not in the data; {_suggest(col, available)}".rstrip())
+    if problems:
+        shown = available[:40] + (["..."] if len(available) > 40 else [])
+        raise UnknownColumnError(f"{type(check).__name__}: " + "; ".join(problems) + f". Available columns: {shown}.")
+
+
+def require_label(check: Any, label: Any, values: Iterable[Any], *, role: str, column: str) -> None:
+    """Raise :class:`UnknownColumnError` when ``label`` is not among ``values`` (compared as text)."""
+    values = sorted({str(v) for v in values})
+    if str(label) not in values:
+        raise UnknownColumnError(
+            f"{type(check).__name__}: {role} {label!r} is not a value of {column!r}; {_suggest(label, values)}"
+            f"its values: {values[:40]}.")
 
 
 class BaseCheck(BaseEstimator):
@@ -140,6 +221,10 @@ class BaseCheck(BaseEstimator):
     score (NaN when not applicable). Nothing is fitted on ``X`` beyond the
     check's own evaluation models. Checks that need the training rows raise
     :class:`MissingTrainingDataError` as scorers.
+
+    Subclasses implement ``_evaluate(data) -> CheckResult`` and may override
+    ``check_inputs(holdout, schema)``, which :class:`ReleaseAuditor` calls
+    before any work to reject misspelled columns.
     """
 
     #: default name in an audit
@@ -159,6 +244,9 @@ class BaseCheck(BaseEstimator):
         result.elapsed_s = time.perf_counter() - start
         return result
 
+    def check_inputs(self, holdout: pd.DataFrame, schema: Any = None) -> None:
+        """Reject columns or labels that are not in the data (before any work); no-op by default."""
+
     def _evaluate(self, data: AuditData) -> CheckResult:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -172,6 +260,8 @@ class BaseCheck(BaseEstimator):
 
     def __call__(self, estimator: Any, X: Any, y: Any = None) -> float:
         """Scorer protocol: sample from the fitted ``estimator`` and score against ``X`` (real holdout)."""
+        from skdpsynth.audit._spend import public_schema, release_privacy
+
         synthesizer = getattr(estimator, "synthesizer_", estimator)
         if not hasattr(synthesizer, "sample"):
             raise TypeError(f"{type(self).__name__} scores fitted synthesizers (with a 'sample' method); got "
@@ -187,7 +277,7 @@ class BaseCheck(BaseEstimator):
         seed = getattr(self, "random_state", 0)
         synthetic = synthesizer.sample(self.n_persons(holdout), random_state=seed)
         data = AuditData(synthetic=synthetic, holdout=holdout, synthesizer=synthesizer,
-                         random_state=seed if isinstance(seed, int) else 0,
-                         schema=getattr(synthesizer, "schema_", None))
+                         random_state=seed if isinstance(seed, int) else 0, schema=public_schema(synthesizer),
+                         privacy=release_privacy(synthesizer))
         result = self.evaluate(data)
         return float(result.score) if result.applicable else float("nan")

@@ -1,8 +1,14 @@
 """Pure metric functions on data: f(train, holdout, synthetic, ...) -> float | dict."""
 
-from skdpsynth.metrics._encoding import column_kinds, default_classifier, gower_encode, make_tabular_pipeline
+from skdpsynth.metrics._encoding import (
+    column_kinds,
+    default_classifier,
+    default_regressor,
+    gower_encode,
+    make_tabular_pipeline,
+)
 from skdpsynth.metrics._fairness import fairness_gaps, subgroup_recalls
-from skdpsynth.metrics._fidelity import ajs, js_divergence
+from skdpsynth.metrics._fidelity import ajs, js_divergence, marginal_histograms
 from skdpsynth.metrics._privacy import (
     dcr_share,
     exact_copy_rates,
@@ -10,6 +16,7 @@ from skdpsynth.metrics._privacy import (
     nearest_neighbour_privacy,
 )
 from skdpsynth.metrics._quality import sdmetrics_metadata, sdmetrics_quality
+from skdpsynth.metrics._regression import target_task, tstr_regression_scores
 from skdpsynth.metrics._utility import (
     discriminator_auc,
     fit_predict_classifier,
@@ -24,8 +31,10 @@ __all__ = [
     "sdmetrics_metadata",
     "ajs",
     "js_divergence",
+    "marginal_histograms",
     "column_kinds",
     "default_classifier",
+    "default_regressor",
     "gower_encode",
     "make_tabular_pipeline",
     "dcr_share",
@@ -37,6 +46,8 @@ __all__ = [
     "majority_floor_f1",
     "outcome_coverage",
     "tstr_scores",
+    "tstr_regression_scores",
+    "target_task",
     "fairness_gaps",
     "subgroup_recalls",
     "schema_validity",

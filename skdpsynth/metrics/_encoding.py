@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.compose import ColumnTransformer
-from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder
 
-__all__ = ["column_kinds", "gower_encode", "default_classifier", "make_tabular_pipeline", "check_same_columns"]
+__all__ = ["column_kinds", "gower_encode", "default_classifier", "default_regressor", "make_tabular_pipeline",
+           "check_same_columns"]
 
 
 def check_same_columns(reference: pd.DataFrame, other: pd.DataFrame, *, names: tuple[str, str]) -> pd.DataFrame:
@@ -191,10 +192,79 @@ class _AsText(TransformerMixin, BaseEstimator):
         return np.column_stack([_category_key(frame[c]) for c in frame.columns]).astype(str)
 
 
+def _validation_split_possible(y: Any, validation_fraction: Any, *, stratified: bool) -> bool:
+    """Whether the internal (stratified) validation split of HistGradientBoosting can be drawn from ``y``.
+
+    Mirrors the conditions under which scikit-learn's ``train_test_split``
+    raises: a class with a single row, or fewer validation (or training) rows
+    than classes.
+    """
+    y = np.asarray(y)
+    n = len(y)
+    if isinstance(validation_fraction, (int, np.integer)) and not isinstance(validation_fraction, bool):
+        n_val = int(validation_fraction)
+    else:
+        n_val = int(np.ceil(float(validation_fraction) * n))
+    n_fit = n - n_val
+    if n_val < 1 or n_fit < 1:
+        return False
+    if not stratified:
+        return True
+    _, counts = np.unique(y.astype(str), return_counts=True)
+    return bool(counts.min() >= 2 and n_val >= len(counts) and n_fit >= len(counts))
+
+
+class _SafeEarlyStoppingMixin:
+    """Fit without early stopping when the validation split cannot be drawn (instead of raising).
+
+    A synthetic release may contain a class with one row; the stratified
+    validation split of early stopping then raises. The model is fitted with
+    ``early_stopping=False`` in that case (``get_params`` is unchanged).
+    """
+
+    _stratified_split = True
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any):
+        n = len(y)
+        splits = self.early_stopping is True or (self.early_stopping == "auto" and n > 10_000)
+        if not splits or self.validation_fraction is None or fit_params.get("X_val") is not None or \
+                _validation_split_possible(y, self.validation_fraction, stratified=self._stratified_split):
+            return super().fit(X, y, sample_weight, **fit_params)
+        saved = self.early_stopping
+        self.early_stopping = False
+        try:
+            return super().fit(X, y, sample_weight, **fit_params)
+        finally:
+            self.early_stopping = saved
+
+
+class SafeHistGradientBoostingClassifier(_SafeEarlyStoppingMixin, HistGradientBoostingClassifier):
+    """HistGradientBoostingClassifier whose early stopping never makes ``fit`` raise on rare classes."""
+
+
+class SafeHistGradientBoostingRegressor(_SafeEarlyStoppingMixin, HistGradientBoostingRegressor):
+    """HistGradientBoostingRegressor whose early stopping never makes ``fit`` raise on tiny tables."""
+
+    _stratified_split = False
+
+
+def _model_seed(random_state: Any) -> int | None:
+    return None if random_state is None else int(np.random.default_rng(random_state).integers(2**31 - 1))
+
+
 def default_classifier(frame: pd.DataFrame, *, random_state: Any = None) -> BaseEstimator:
     """The audit's downstream classifier: one-hot encoding + HistGradientBoostingClassifier.
 
-    Boosting runs at most 100 iterations with early stopping on a 10 % validation split.
+    Boosting runs at most 100 iterations with early stopping on a 10 % stratified
+    validation split; when that split cannot be drawn (a class with a single
+    row, e.g. in a small synthetic release) the model is fitted without early
+    stopping instead of raising.
     """
-    seed = None if random_state is None else int(np.random.default_rng(random_state).integers(2**31 - 1))
-    return make_tabular_pipeline(HistGradientBoostingClassifier(early_stopping=True, random_state=seed), frame)
+    model = SafeHistGradientBoostingClassifier(early_stopping=True, random_state=_model_seed(random_state))
+    return make_tabular_pipeline(model, frame)
+
+
+def default_regressor(frame: pd.DataFrame, *, random_state: Any = None) -> BaseEstimator:
+    """The audit's downstream regressor: one-hot encoding + HistGradientBoostingRegressor (early stopping as above)."""
+    model = SafeHistGradientBoostingRegressor(early_stopping=True, random_state=_model_seed(random_state))
+    return make_tabular_pipeline(model, frame)

@@ -1,4 +1,4 @@
-"""Distribution fidelity: AJS, the mean class-conditional Jensen-Shannon divergence (papers/caps.md)."""
+"""Distribution fidelity: AJS (mean class-conditional Jensen-Shannon divergence, papers/caps.md), marginals."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 
 from skdpsynth.metrics._encoding import _as_float, _category_key, check_same_columns, column_kinds
 
-__all__ = ["ajs", "js_divergence"]
+__all__ = ["ajs", "js_divergence", "marginal_histograms"]
 
 
 def js_divergence(p: np.ndarray, q: np.ndarray) -> float:
@@ -86,3 +86,53 @@ def ajs(
     return {"ajs": value,
             "per_class": {str(c): float(v) for c, v in zip(classes, table.mean(axis=1))},
             "per_feature": {f: float(v) for f, v in zip(features, table.mean(axis=0))}}
+
+
+def _is_numeric_marginal(real: pd.Series, kind: str | None) -> bool:
+    if kind is not None:
+        return kind in ("continuous", "integer") and real.nunique() > 12
+    return bool(pd.to_numeric(real, errors="coerce").notna().mean() > 0.95 and real.nunique() > 12)
+
+
+def marginal_histograms(real: pd.DataFrame, synthetic: pd.DataFrame, *, schema: Any = None, max_columns: int = 12,
+                        n_bins: int = 24, max_categories: int = 12) -> dict[str, dict[str, Any]]:
+    """Per-column shares of ``real`` and ``synthetic`` on shared bins (what a marginal plot needs, no rows).
+
+    Numeric columns are binned on the public schema bounds (else the real
+    range) into ``n_bins`` bins; other columns by value (the ``max_categories``
+    most frequent real values). The shares of ``real`` are statistics of
+    confidential data when ``real`` is.
+
+    Returns
+    -------
+    dict
+        column -> ``{"kind": "numeric", "edges", "real", "synthetic"}`` or
+        ``{"kind": "categorical", "labels", "real", "synthetic"}`` (shares).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    cols = [c for c in real.columns if c in synthetic.columns][:max_columns]
+    for c in cols:
+        kind = schema[c].kind if schema is not None and c in schema else None
+        r, s = real[c], synthetic[c]
+        if _is_numeric_marginal(r, kind):
+            rv = pd.to_numeric(r, errors="coerce").dropna().to_numpy(dtype=float)
+            sv = pd.to_numeric(s, errors="coerce").dropna().to_numpy(dtype=float)
+            if kind in ("continuous", "integer"):
+                lo, hi = schema[c].numeric_bounds
+            else:
+                lo, hi = (float(rv.min()), float(rv.max())) if len(rv) else (0.0, 1.0)
+            edges = np.linspace(lo, hi if hi > lo else lo + 1.0, n_bins + 1)
+
+            def shares(v: np.ndarray, edges: np.ndarray = edges) -> list[float]:
+                h, _ = np.histogram(np.clip(v, edges[0], edges[-1]), bins=edges)
+                return (h / max(h.sum(), 1)).tolist()
+
+            out[str(c)] = {"kind": "numeric", "edges": edges.tolist(), "real": shares(rv), "synthetic": shares(sv)}
+        else:
+            rc = pd.Series(_category_key(r)).value_counts(normalize=True)
+            sc = pd.Series(_category_key(s)).value_counts(normalize=True)
+            labels = list(rc.index[:max_categories])
+            out[str(c)] = {"kind": "categorical", "labels": [str(x) for x in labels],
+                           "real": [float(rc.get(x, 0.0)) for x in labels],
+                           "synthetic": [float(sc.get(x, 0.0)) for x in labels]}
+    return out

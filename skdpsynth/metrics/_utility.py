@@ -219,7 +219,8 @@ def discriminator_auc(
     rng = check_random_state(random_state)
     n = min(len(real), len(synthetic), max_rows)
     if n < cv:
-        raise ValueError(f"need at least {cv} real and synthetic rows, got {len(real)} and {len(synthetic)}.")
+        # the sizes themselves are not printed: the real one is private
+        raise ValueError(f"need at least {cv} real and {cv} synthetic rows (cv={cv}).")
     r = real.iloc[np.sort(rng.choice(len(real), n, replace=False))]
     s = synthetic.iloc[np.sort(rng.choice(len(synthetic), n, replace=False))]
     X = pd.concat([r, s.astype(r.dtypes.to_dict(), errors="ignore")], ignore_index=True)
