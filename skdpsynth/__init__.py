@@ -16,6 +16,7 @@ _LAZY = {
     "TableSchema": "skdpsynth.schema",
     "ColumnSpec": "skdpsynth.schema",
     "infer_schema": "skdpsynth.schema",
+    "PublicGrid": "skdpsynth._grid",
     "BaseSynthesizer": "skdpsynth.base",
     "BaseTabularSynthesizer": "skdpsynth.base",
     "PrivacyBudgetError": "skdpsynth.exceptions",

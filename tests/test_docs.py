@@ -175,13 +175,10 @@ def test_doc_examples_run(doc: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("doc", [pytest.param(d, id=str(d.relative_to(ROOT))) for d in DOC_FILES])
 def test_doc_examples_use_the_public_api(doc: Path) -> None:
-    """Examples import only public names and load data the way a user does (no repository-relative data paths).
-
-    The architecture page is for contributors: its synthesizer template uses the internal public grid.
-    """
+    """Examples import only public names and load data the way a user does (no repository-relative data paths)."""
     for block in python_blocks(doc):
         private = re.findall(r"^\s*(?:from|import)\s+(skdpsynth[\w.]*\._\w+)", block.code, flags=re.M)
-        assert doc.name == "architecture.md" or not private, f"{doc.name}:{block.line}: private import {private}"
+        assert not private, f"{doc.name}:{block.line}: private import {private}"
         assert "shared/data" not in block.code, f"{doc.name}:{block.line}: load data with the loaders, not a path"
 
 
