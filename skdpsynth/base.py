@@ -12,6 +12,9 @@ made fresh for each cohort from OS entropy and never stored, whatever
 ``random_state`` instead, for tests and papers; such a release is marked not
 publishable). ``random_state`` governs everything else: initialisation,
 batching that is not part of a privacy mechanism, and sampling.
+
+(A little over 400 lines: the two base classes of the contract and their documentation; release dtypes
+live in ``_release.py``.)
 """
 
 from __future__ import annotations
@@ -29,15 +32,16 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
+from skdpsynth._release import release_dtype, restore_dtypes
 from skdpsynth.exceptions import InvalidBudgetError, NotFittedError, PrivacyLeakWarning, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, PrivacySpent, check_budget, compose
-from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema, plan_schema_cost
+from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema
 from skdpsynth.privacy._noise import NoiseSource
-from skdpsynth.schema import ColumnSpec, TableSchema, infer_schema, resolve_schema
+from skdpsynth.schema import TableSchema, infer_schema, resolve_schema
 from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils._validation import check_n_samples, check_table
 
-__all__ = ["BaseSynthesizer", "BaseTabularSynthesizer", "FitContext", "TableInput", "restore_dtypes"]
+__all__ = ["BaseSynthesizer", "BaseTabularSynthesizer", "FitContext", "TableInput"]
 
 #: rows drawn per batch by :meth:`BaseSynthesizer.sample_batches` (and by ``sample`` for large n)
 SAMPLE_BATCH = 100_000
@@ -376,6 +380,13 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         self._fit_table(Xn, ctx)
 
     def _domain_budget(self, schema_given: bool) -> tuple[float, float]:
+        """(epsilon, delta) slice of the first cohort's budget for the DP domain estimate (public: parameters only).
+
+        Nothing when the domain is given (or ``epsilon=None``); otherwise ``domain_share`` of both. The slice is a
+        ceiling: within it the estimate spends only on what is unknown (booleans need a missing cell only), and when
+        the model is charged in zCDP the estimate composes with it, so the model keeps what it would have after the
+        slice while the domain gets several times the rho the slice buys alone (``skdpsynth.privacy._domain_plan``).
+        """
         if schema_given or self.epsilon is None:
             return 0.0, 0.0
         share = getattr(self, "domain_share", 0.1)
@@ -397,13 +408,20 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             ctx.accountant.declare_nonprivate("domain read from the data (epsilon=None)")
             return inferred
         eps_dom, delta_dom = self._domain_budget(False)
-        planned = plan_schema_cost(X, eps_dom, delta_dom) + self._planned_model_cost(X, eps_dom, delta_dom)
-        ctx.accountant.require(planned, what=f"{type(self).__name__}.fit without a schema")
+        share = getattr(self, "domain_share", 0.1)
+        # the whole plan (domain and model) is checked against the budget before anything is measured
         return estimate_schema(X, epsilon=eps_dom, delta=delta_dom, accountant=ctx.accountant, noise=ctx.noise,
-                               bound_quantiles=getattr(self, "bound_quantiles", (0.01, 0.99)))
+                               later=self._planned_model_cost(X, eps_dom, delta_dom),
+                               bound_quantiles=getattr(self, "bound_quantiles", None),
+                               label=f"{type(self).__name__} DP domain estimate (domain_share={share:g})")
 
     def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
-        """Records the model will charge after the domain (for the up-front check); override."""
+        """Records the model will charge after the domain (for the up-front check); override.
+
+        When they include zCDP records, the domain estimate is charged in zCDP too and composes with the model
+        (the model must then spend what ``accountant.remaining_rho()`` leaves); otherwise the estimate stays
+        within its (epsilon, delta) slice on its own.
+        """
         return []
 
     def _sample(self, n_samples: int, rng: np.random.Generator, **params: Any) -> pd.DataFrame:
@@ -417,62 +435,3 @@ class BaseTabularSynthesizer(BaseSynthesizer):
     @abstractmethod
     def _sample_table(self, n_samples: int, rng: np.random.Generator, **params: Any) -> pd.DataFrame:
         """Draw ``n_samples`` rows in the schema-normalised form."""
-
-
-def release_dtype(dtype: str, spec: ColumnSpec) -> str:
-    """The dtype of a released column: decided by the schema, never by the data or the draw.
-
-    An integer column is ``Int64`` when the schema declares it nullable and
-    ``int64`` otherwise, whatever pandas made of the input (an int column with
-    one missing value arrives as float64): so one missing value neither
-    changes the release's dtype nor shows on the fitted estimator. Likewise
-    continuous -> float64, boolean -> ``boolean`` / bool, integer-coded
-    categories -> the integer dtypes; the input dtype only chooses between
-    public representations (``category``, text, a datetime's time zone).
-    """
-    if dtype == "category":
-        return "category"
-    integer = "Int64" if spec.nullable else "int64"
-    if spec.kind == "integer":
-        return integer
-    if spec.kind == "continuous":
-        return "float64"
-    if spec.kind == "boolean":
-        return "boolean" if spec.nullable else "bool"
-    if spec.kind == "datetime":
-        return dtype if dtype.startswith("datetime64") else "datetime64[ns]"
-    if dtype.lower().startswith(("int", "uint", "float")):  # numeric category codes
-        whole = all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool)
-                    and float(c).is_integer() for c in spec.categories)
-        return integer if whole else "float64"
-    return dtype if dtype in ("object", "string", "str") else "object"
-
-
-def restore_dtypes(table: pd.DataFrame, dtypes: dict[str, str], schema: TableSchema) -> pd.DataFrame:
-    """Cast schema-normalised columns to the release dtypes (:func:`release_dtype`)."""
-    out = {}
-    for name, dtype in dtypes.items():
-        col = table[name]
-        spec = schema[name]
-        target = release_dtype(dtype, spec)
-        try:
-            if target == "category":
-                out[name] = pd.Categorical(col, categories=list(spec.categories))
-            elif target.lower().startswith("int"):
-                out[name] = pd.to_numeric(col).round().astype(target)  # also integer-coded categories
-            elif target.startswith("datetime64"):
-                out[name] = _restore_datetime(col, target)
-            else:
-                out[name] = col.astype(target)
-        except (TypeError, ValueError) as exc:
-            raise SchemaError(f"column {name!r}: cannot release as {target} ({exc}).") from exc
-    return pd.DataFrame(out)
-
-
-def _restore_datetime(col: pd.Series, dtype: str) -> pd.Series:
-    """Normalised datetimes are naive UTC; a zone in the input dtype is put back."""
-    values = pd.to_datetime(col)
-    tz = pd.api.types.pandas_dtype(dtype).tz if "," in dtype else None
-    if tz is None:
-        return values.astype(dtype)
-    return values.dt.tz_localize("UTC").dt.tz_convert(tz)

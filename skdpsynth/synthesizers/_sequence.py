@@ -23,7 +23,8 @@ import pandas as pd
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from skdpsynth._grid import PublicGrid
-from skdpsynth.base import BaseSynthesizer, BaseTabularSynthesizer, FitContext, restore_dtypes
+from skdpsynth._release import restore_dtypes
+from skdpsynth.base import BaseSynthesizer, BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.privacy import normalise_counts
 from skdpsynth.privacy._accounting import BudgetRecord
