@@ -11,49 +11,33 @@ from the publisher into the cache (``download=True``). It returns a
 Identifiers (Adult has none; ``STUDENT ID`` in HESP, ``id_student`` in OULAD) are
 not part of ``frame``: they are returned separately as ``ids`` so that a
 synthesizer fitted on ``frame`` with ``schema`` never models them.
+
+This module holds the single-table loaders and :func:`load_dataset`; the
+multi-table OULAD loader is in ``_oulad``.
 """
 
 from __future__ import annotations
 
 import gzip
-import os
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-from skdpsynth.datasets._fetch import DATASETS, find_file, resolve_folder
+from skdpsynth.datasets._fetch import find_file, resolve_folder
+from skdpsynth.datasets._loader_utils import PathLike, _check_columns, _licence_line
+from skdpsynth.datasets._oulad import load_oulad
 from skdpsynth.datasets._schemas import (
     ADULT_COLUMNS,
-    OULAD_MODULES,
-    OULAD_PRESENTATIONS,
-    OULAD_STUDENT_INFO_COLUMNS,
     UCI_DROPOUT_CODEBOOK,
     UCI_DROPOUT_COLUMNS,
     UCI_HESP_CODEBOOK,
     adult_schema,
-    oulad_student_info_schema,
     uci_dropout_schema,
     uci_hesp_schema,
 )
-from skdpsynth.exceptions import SchemaError
 
 __all__ = ["load_adult", "load_uci_dropout", "load_uci_hesp", "load_oulad", "load_dataset"]
-
-PathLike = str | os.PathLike
-
-
-def _check_columns(df: pd.DataFrame, expected: Sequence[str], where: Path) -> None:
-    missing = [c for c in expected if c not in df.columns]
-    if missing:
-        raise SchemaError(f"{where}: expected columns {missing} are missing; found {list(df.columns)}.")
-
-
-def _licence_line(name: str) -> str:
-    info = DATASETS[name]
-    return f"Source: {info.page}. Licence: {info.licence}. Cite: {info.citation}"
 
 
 # ----------------------------------------------------------------------------- Adult
@@ -212,202 +196,6 @@ def load_uci_hesp(*, path: PathLike | None = None, data_home: PathLike | None = 
             f"(coded), COURSE ID and GRADE (0 Fail ... 7 AA). {_licence_line('uci_hesp')}"
         ),
     )
-
-
-# ----------------------------------------------------------------------------- OULAD
-_OULAD_KEYS = ["code_module", "code_presentation", "id_student"]
-
-
-def _read_csv_fast(path: Path, **kwargs) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, engine="pyarrow", **kwargs)
-    except (ImportError, ValueError):  # pragma: no cover - pyarrow missing or option unsupported
-        return pd.read_csv(path, **kwargs)
-
-
-def _check_modules(module) -> list[str] | None:
-    if module is None:
-        return None
-    mods = [module] if isinstance(module, str) else list(module)
-    bad = [m for m in mods if m not in OULAD_MODULES]
-    if bad or not mods:
-        raise ValueError(f"module must be None or among {OULAD_MODULES}, got {module!r}.")
-    return mods
-
-
-def _click_files(folder: Path) -> list[Path]:
-    full = find_file(folder, "studentVle.csv")
-    if full is not None:
-        return [full]
-    files = [p for p in sorted(folder.glob("studentVle_*.csv*"))
-             if not p.name.startswith("studentVle_weekly") and p.suffix in (".csv", ".gz")]
-    return files
-
-
-def _weekly_from_clicks(raw: pd.DataFrame) -> pd.DataFrame:
-    """The weekly aggregate described in shared/data/oulad/SOURCE.md: week = floor(date / 7)."""
-    df = raw.assign(week=np.floor_divide(raw["date"].to_numpy(), 7))
-    g = df.groupby(_OULAD_KEYS + ["week"], sort=True)
-    out = g.agg(sum_click=("sum_click", "sum"), n_records=("sum_click", "size"),
-                n_active_days=("date", "nunique")).reset_index()
-    return out
-
-
-def load_oulad(
-    *,
-    path: PathLike | None = None,
-    data_home: PathLike | None = None,
-    download: bool = True,
-    module: str | Sequence[str] | None = None,
-    with_clickstream: bool = True,
-) -> Bunch:
-    """Open University Learning Analytics Dataset (OULAD).
-
-    Parameters
-    ----------
-    path : path, optional
-        The folder with the OULAD CSV files (``studentInfo.csv``, ``courses.csv``,
-        ``assessments.csv``, ``vle.csv``, ``studentRegistration.csv``,
-        ``studentAssessment.csv``, optionally gzipped; clicks in
-        ``studentVle.csv`` or per-module ``studentVle_<MODULE>.csv.gz``; weekly
-        aggregate ``studentVle_weekly.csv.gz``), or ``studentInfo.csv`` itself.
-    data_home : path, optional
-        Cache folder.
-    download : bool, default=True
-        Download from the publisher (mirror: UCI 349) into the cache when not found.
-    module : str or list of str, optional
-        Keep only these modules (``"AAA"`` ... ``"GGG"``) in every table.
-    with_clickstream : bool, default=True
-        Build ``clickstream`` and ``weekly`` (set False to skip reading the click files).
-
-    Returns
-    -------
-    Bunch
-        ``frame``
-            ``studentInfo`` without ``id_student`` (``imd_band`` "10-20" normalised
-            to "10-20%"), validated by ``schema``.
-        ``ids``
-            ``id_student`` aligned with ``frame`` (join key with ``code_module``
-            and ``code_presentation``).
-        ``schema``, ``target`` (``"final_result"``), ``target_names``, ``protected``
-            (``gender``, ``disability``, ``imd_band``, ``age_band``).
-        ``tables``
-            dict of the raw tables: ``studentInfo`` (with ``id_student``),
-            ``courses``, ``assessments``, ``vle``, ``studentRegistration``, ``studentAssessment``.
-        ``clickstream``
-            long event table, one row per studentVle record: ``id_student``,
-            ``code_module``, ``code_presentation``, ``date``, ``activity_type``
-            (from ``vle.csv`` via ``id_site``), ``sum_click``, ``final_result``;
-            sorted by learner (module, presentation, student) then ``date``
-            (stable: file order within a day). ``None`` when no click file exists.
-        ``clickstream_modules``
-            the modules covered by the click files found (the stored copy has AAA only).
-        ``weekly``
-            weekly clicks per student and week (``week = floor(date / 7)``), from
-            ``studentVle_weekly.csv.gz`` or derived from the full ``studentVle.csv``.
-        ``cohorts``
-            the presentations present, in chronological order (2013B, 2013J, 2014B,
-            2014J): successive cohorts, e.g. ``frame[frame.code_presentation == c]``.
-        ``description``
-    """
-    mods = _check_modules(module)
-    folder, main = resolve_folder("oulad", path=path, data_home=data_home, download=download)
-    info_file = main if main is not None else find_file(folder, "studentInfo.csv")
-
-    def table(name: str) -> pd.DataFrame:
-        f = find_file(folder, name)
-        if f is None:
-            raise FileNotFoundError(f"OULAD table {name} is not in {folder}.")
-        return pd.read_csv(f)
-
-    student_info = pd.read_csv(info_file)
-    _check_columns(student_info, ("id_student",) + OULAD_STUDENT_INFO_COLUMNS, info_file)
-    tables = {"studentInfo": student_info}
-    for name in ("courses", "assessments", "vle", "studentRegistration", "studentAssessment"):
-        tables[name] = table(f"{name}.csv")
-    if mods is not None:
-        for name in ("studentInfo", "courses", "assessments", "vle", "studentRegistration"):
-            t = tables[name]
-            tables[name] = t[t["code_module"].isin(mods)].reset_index(drop=True)
-        keep = tables["assessments"]["id_assessment"]
-        sa = tables["studentAssessment"]
-        tables["studentAssessment"] = sa[sa["id_assessment"].isin(keep)].reset_index(drop=True)
-    student_info = tables["studentInfo"]
-
-    frame = student_info[list(OULAD_STUDENT_INFO_COLUMNS)].copy()
-    # the published file spells the 10-20 % band "10-20": normalise to the documented "10-20%"
-    frame["imd_band"] = frame["imd_band"].replace({"10-20": "10-20%"})
-    ids = student_info["id_student"].copy()
-
-    clickstream = weekly = None
-    click_modules: list[str] = []
-    if with_clickstream:
-        files = _click_files(folder)
-        raw = None
-        if files:
-            raw = pd.concat([_read_csv_fast(f) for f in files], ignore_index=True)
-            if mods is not None:
-                raw = raw[raw["code_module"].isin(mods)].reset_index(drop=True)
-            click_modules = sorted(pd.unique(raw["code_module"]).tolist())
-            clickstream = _build_clickstream(raw, tables["vle"], student_info)
-        weekly_file = find_file(folder, "studentVle_weekly.csv")
-        if weekly_file is not None:
-            weekly = _read_csv_fast(weekly_file)
-            if mods is not None:
-                weekly = weekly[weekly["code_module"].isin(mods)].reset_index(drop=True)
-        elif raw is not None and find_file(folder, "studentVle.csv") is not None:
-            weekly = _weekly_from_clicks(raw)
-
-    present = set(frame["code_presentation"])
-    cohorts = [p for p in OULAD_PRESENTATIONS if p in present]
-    return Bunch(
-        frame=frame,
-        ids=ids,
-        schema=oulad_student_info_schema(),
-        target="final_result",
-        target_names=["Distinction", "Pass", "Fail", "Withdrawn"],
-        protected=["gender", "disability", "imd_band", "age_band"],
-        tables=tables,
-        clickstream=clickstream,
-        clickstream_modules=click_modules,
-        weekly=weekly,
-        cohorts=cohorts,
-        description=(
-            f"OULAD: {len(frame)} student-presentation registrations"
-            + (f" of module(s) {mods}" if mods else "")
-            + f", presentations {cohorts}; clicks for modules {click_modules or 'none'}. "
-            + _licence_line("oulad")
-        ),
-    )
-
-
-def _learner_key(df: pd.DataFrame) -> np.ndarray:
-    """One int64 per (module, presentation, student): fast joins and sorting (unknown codes -> -1)."""
-    mod = pd.Categorical(df["code_module"], categories=OULAD_MODULES).codes.astype(np.int64)
-    pres = pd.Categorical(df["code_presentation"], categories=OULAD_PRESENTATIONS).codes.astype(np.int64)
-    return ((mod + 1) * 8 + (pres + 1)) * 10**10 + df["id_student"].to_numpy(np.int64)
-
-
-def _build_clickstream(raw: pd.DataFrame, vle: pd.DataFrame, student_info: pd.DataFrame) -> pd.DataFrame:
-    """studentVle rows + activity_type (via id_site) + final_result, sorted by learner and date (vectorised)."""
-    site_index = pd.Index(vle["id_site"].to_numpy())
-    pos = site_index.get_indexer(raw["id_site"].to_numpy())
-    activity = vle["activity_type"].to_numpy(dtype=object)
-    act = np.where(pos >= 0, activity[np.maximum(pos, 0)], None)
-    kpos = pd.Index(_learner_key(student_info)).get_indexer(_learner_key(raw))
-    results = student_info["final_result"].to_numpy(dtype=object)
-    res = np.where(kpos >= 0, results[np.maximum(kpos, 0)], None)
-    out = pd.DataFrame({
-        "id_student": raw["id_student"].to_numpy(np.int64),
-        "code_module": raw["code_module"].to_numpy(dtype=object),
-        "code_presentation": raw["code_presentation"].to_numpy(dtype=object),
-        "date": raw["date"].to_numpy(np.int64),
-        "activity_type": act,
-        "sum_click": raw["sum_click"].to_numpy(np.int64),
-        "final_result": res,
-    })
-    order = np.lexsort((out["date"].to_numpy(), _learner_key(out)))  # stable: file order within a day
-    return out.iloc[order].reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------- dispatch
