@@ -14,7 +14,13 @@ import pandas as pd
 
 from skdpsynth.schema import ColumnSpec, TableSchema
 
-__all__ = ["ColumnGrid", "PublicGrid", "seconds_to_datetime"]
+__all__ = ["ColumnGrid", "FineCells", "PublicGrid", "decode_fine", "fine_cells", "fine_conditionals",
+           "seconds_to_datetime"]
+
+#: sub-bins per coarse bin of the decoding grid (:func:`fine_cells`)
+FINE_PER_BIN = 8
+#: integer columns with at most this many values are decoded value by value
+FINE_MAX_INTEGERS = 256
 
 
 @dataclass(frozen=True)
@@ -169,3 +175,127 @@ class PublicGrid:
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
         """A table (schema-normalised types) from cell indices."""
         return pd.DataFrame({g.spec.name: g.decode(codes[:, j], rng).to_numpy() for j, g in enumerate(self.columns)})
+
+
+@dataclass(frozen=True)
+class FineCells:
+    """A finer public grid inside a binned column's coarse cells, to decode values within their bin.
+
+    Cells are either exact points (every integer of a small integer range, or
+    the two bounds) or sub-bins of width ``> 0``; every fine cell lies inside
+    one coarse cell of the column's :class:`ColumnGrid`, so drawing a fine
+    cell given the coarse cell refines the model's draw. Laid out from the
+    schema only.
+
+    Attributes
+    ----------
+    column : ColumnGrid
+        The coarse cells.
+    lower, upper : ndarray
+        Each fine cell's interval (equal for point cells), in the column's units (seconds for datetimes).
+    coarse : ndarray of int
+        The coarse cell of each fine cell.
+    """
+
+    column: ColumnGrid
+    lower: np.ndarray
+    upper: np.ndarray
+    coarse: np.ndarray
+
+    @property
+    def n_cells(self) -> int:
+        """Number of fine cells (values only: a missing value has no fine cell)."""
+        return len(self.lower)
+
+    def encode(self, values: pd.Series) -> np.ndarray:
+        """Fine cell of every non-missing value (-1 for missing)."""
+        x = _as_seconds(values) if self.column.spec.kind == "datetime" else values.to_numpy(dtype=float)
+        out = np.full(len(x), -1, dtype=np.int64)
+        ok = ~np.isnan(x)
+        xv = x[ok]
+        if np.all(self.lower == self.upper):  # one point per integer
+            out[ok] = np.clip(np.rint(xv) - self.lower[0], 0, self.n_cells - 1).astype(np.int64)
+            return out
+        lo, hi = self.lower[0], self.upper[-1]
+        sub = np.searchsorted(self.lower[1:-1], xv, side="right")  # 1-based sub-bin (lower[1] == lo)
+        out[ok] = np.where(xv <= lo, 0, np.where(xv >= hi, self.n_cells - 1, sub))
+        return out
+
+    def within_weights(self) -> np.ndarray:
+        """Prior weight of each fine cell inside its coarse cell: its width (points: equal weights when all points)."""
+        width = self.upper - self.lower
+        return np.ones(self.n_cells) if np.all(width == 0) else width
+
+    def decode(self, fine: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Values for fine cells: the point itself, or a uniform position inside the sub-bin."""
+        lo, hi = self.lower[fine], self.upper[fine]
+        x = lo + rng.random(len(fine)) * (hi - lo)
+        if self.column.spec.kind == "integer":
+            x = np.where(hi > lo, np.clip(np.floor(x + 0.5), np.ceil(lo), np.floor(hi)), lo)
+        return x
+
+
+def fine_cells(column: ColumnGrid, per_bin: int = FINE_PER_BIN, max_integers: int = FINE_MAX_INTEGERS
+               ) -> FineCells | None:
+    """The decoding grid of a binned column, or None when its coarse cells are already exact values.
+
+    Integer ranges of at most ``max_integers`` values get one point per
+    integer; other binned columns get ``per_bin`` equal-width sub-bins per
+    coarse bin plus a point cell at each bound (point masses at the bounds,
+    e.g. zero amounts, are common).
+    """
+    if column.edges is None:
+        return None
+    edges = column.edges
+    spec = column.spec
+    lo, hi = float(edges[0]), float(edges[-1])
+    if spec.kind == "integer" and np.ceil(lo) <= np.floor(hi) and np.floor(hi) - np.ceil(lo) + 1 <= max_integers:
+        values = np.arange(np.ceil(lo), np.floor(hi) + 1)
+        coarse = np.searchsorted(edges[1:-1], values, side="right")
+        return FineCells(column, values, values.copy(), coarse)
+    n_bins = len(edges) - 1
+    j = np.arange(per_bin) / per_bin
+    left = (edges[:-1, None] + (edges[1:] - edges[:-1])[:, None] * j[None, :]).ravel()
+    right = np.append(left[1:], hi)
+    coarse = np.repeat(np.arange(n_bins), per_bin)
+    lower = np.concatenate([[lo], left, [hi]])
+    upper = np.concatenate([[lo], right, [hi]])
+    return FineCells(column, lower, upper, np.concatenate([[0], coarse, [n_bins - 1]]))
+
+
+def fine_conditionals(fine: FineCells, noisy: np.ndarray) -> np.ndarray:
+    """P(fine cell | its coarse cell) from noisy fine counts (post-processing).
+
+    Each coarse cell's fine counts are projected onto the non-negative simplex
+    and normalised; a coarse cell whose counts vanish falls back to the prior
+    (:meth:`FineCells.within_weights`, i.e. uniform within the bin).
+    """
+    from skdpsynth.privacy import project_to_simplex
+
+    out = np.zeros(fine.n_cells)
+    prior = fine.within_weights()
+    for c in np.unique(fine.coarse):
+        idx = np.flatnonzero(fine.coarse == c)
+        p = project_to_simplex(np.asarray(noisy, float)[idx])
+        if p.sum() <= 0:
+            p = prior[idx] if prior[idx].sum() > 0 else np.ones(len(idx))
+        out[idx] = p / p.sum()
+    return out
+
+
+def decode_fine(fine: FineCells, conditionals: np.ndarray, codes: np.ndarray, rng: np.random.Generator
+                ) -> pd.Series:
+    """Values for coarse cell codes, drawn through the fine cells ``P(fine | coarse)`` (missing kept)."""
+    column = fine.column
+    x = np.full(len(codes), np.nan)
+    for c in np.unique(codes):
+        if c == column.missing_cell:
+            continue
+        rows = np.flatnonzero(codes == c)
+        idx = np.flatnonzero(fine.coarse == c)
+        pick = idx[rng.choice(len(idx), size=len(rows), p=conditionals[idx])] if len(idx) > 1 else np.repeat(idx,
+                                                                                                          len(rows))
+        x[rows] = fine.decode(pick, rng)
+    if column.spec.kind == "datetime":
+        return seconds_to_datetime(x)
+    return pd.Series(x)

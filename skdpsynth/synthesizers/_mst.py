@@ -8,7 +8,7 @@ tree needs (no junction-tree inference), and sampling runs root to leaves.
 from __future__ import annotations
 
 import math
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,8 @@ from skdpsynth.privacy import (
     exponential_mechanism_zcdp,
     project_to_simplex,
 )
+from skdpsynth.privacy._domain import column_kind_from_dtype
+from skdpsynth.synthesizers._decoding import FineDecoder
 from skdpsynth.synthesizers._mst_estimation import estimate_tree_model, sample_tree
 
 __all__ = ["MSTSynthesizer"]
@@ -81,6 +83,10 @@ class MSTSynthesizer(BaseTabularSynthesizer):
        simplex; each edge's noisy table projected (least squares, Dykstra) onto
        non-negative tables with those 1-way margins. Sample the root, then
        every child from its conditional given its parent.
+    5. Binned columns (continuous, datetime, wide integer ranges) are decoded
+       inside their bin from a DP 1-way marginal on a finer public grid
+       (``decode_share`` of the budget; :mod:`._decoding`): point masses at the
+       bounds and integer values survive the 32 bins.
 
     Parameters
     ----------
@@ -99,6 +105,10 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     compress : bool, default=True
         Merge cells with noisy 1-way count below ``3 sigma`` (decoded uniformly
         among the merged cells).
+    decode_share : float, default=0.1
+        Share of the zCDP budget spent on fine 1-way marginals of the binned
+        columns, used to draw values inside their bin; 0 = uniform inside the
+        bin (nothing spent). Nothing is taken when no column is binned.
     domain_share : float, default=0.1
         Share of epsilon and delta spent on the domain when ``schema`` is None.
     cohort_composition : {"parallel", "sequential"}, default="parallel"
@@ -133,15 +143,20 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         Consistent 1-way probabilities on the compressed cells.
     conditionals_ : dict
         ``{(parent, child): P(child | parent)}`` on compressed cells.
+    decoder_ : FineDecoder
+        Fine-grid counts of the binned columns and the within-bin decoder.
     rho_ : float
-        zCDP spent by the model in the first cohort.
+        zCDP spent by the model in the first cohort (fine marginals included).
     n_estimate_ : int
         Inverse-variance mean of the latest cohort's noisy 1-way totals.
 
     Privacy
     -------
     Neighbouring relation: add/remove one person (one row). With ``rho`` the
-    zCDP budget left after the domain (converted from ``epsilon`` at ``delta``):
+    zCDP budget left after the domain (converted from ``epsilon`` at ``delta``),
+    less ``decode_share`` of it for the fine 1-way marginals of the ``k``
+    binned columns (L2 sensitivity 1 each, ``rho_f / k`` each; post-processed
+    into ``P(fine cell | bin)``):
 
     * 1-way marginals: each histogram has L2 sensitivity 1; each of the ``d``
       gets ``rho / (3 d)`` (discrete Gaussian, ``sigma = sqrt(3 d / (2 rho))``).
@@ -170,16 +185,18 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 1, None, closed="left")],
         "compress": ["boolean"],
+        "decode_share": [Interval(Real, 0, 1, closed="left")],
         "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
     }
 
-    def __init__(self, *, epsilon=1.0, delta=1e-9, schema=None, n_bins=32, compress=True, domain_share=0.1,
-                 cohort_composition="parallel", random_state=None, reproducible_noise=False):
+    def __init__(self, *, epsilon=1.0, delta=1e-9, schema=None, n_bins=32, compress=True, decode_share=0.1,
+                 domain_share=0.1, cohort_composition="parallel", random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
         self.schema = schema
         self.n_bins = n_bins
         self.compress = compress
+        self.decode_share = decode_share
         self.domain_share = domain_share
         self.cohort_composition = cohort_composition
         self.random_state = random_state
@@ -197,19 +214,29 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
         d = X.shape[1]
         rho = approx_dp_to_zcdp(self.epsilon - eps_dom, self.delta - delta_dom)
-        return planned_records(d, rho, select=d > 2)
+        k = sum(column_kind_from_dtype(X[c]) in ("continuous", "integer", "datetime") for c in X.columns)
+        rho_f = self.decode_share * rho if k else 0.0
+        fine = [BudgetRecord("discrete gaussian", "fine 1-way marginal (decoding)", "zcdp", rho=rho_f / k)] * k if (
+            rho_f > 0) else []
+        return fine + planned_records(d, rho - rho_f, select=d > 2)
 
     # -- fitting ------------------------------------------------------------------
     def _fit_table(self, X, ctx: FitContext):
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
+            self.decoder_ = FineDecoder(self.grid_, enabled=self.decode_share > 0)
         codes = self.grid_.encode(X)
         d = codes.shape[1]
         select = ctx.first and d > 2
-        rho = None
+        rho = rho_all = rho_f = None
         if ctx.accountant.private:
-            rho = ctx.accountant.remaining_rho()
-            ctx.accountant.require(planned_records(d, rho, select), what="MSTSynthesizer's model")
+            rho_all = ctx.accountant.remaining_rho()
+            rho_f = self.decode_share * rho_all if self.decoder_.columns else 0.0
+            rho = rho_all - rho_f
+            ctx.accountant.require(self.decoder_.planned(rho_f) + planned_records(d, rho, select),
+                                   what="MSTSynthesizer's model")
+        if rho is None or rho_f > 0:
+            self.decoder_.measure(X, rho_f, ctx)
         r1, rs, r2 = budget_split(rho, d, select) if rho is not None else (None, None, None)
 
         noisy_1, var_1 = self._measure_one_way(codes, r1, ctx)
@@ -228,7 +255,7 @@ class MSTSynthesizer(BaseTabularSynthesizer):
                 [(0, 1)] if d == 2 else [])
             self.two_way_counts_ = {e: np.zeros((csizes[e[0]], csizes[e[1]]), dtype=np.int64) for e in self.edges_}
             self.two_way_var_ = {e: 0.0 for e in self.edges_}
-            self.rho_ = math.inf if rho is None else rho
+            self.rho_ = math.inf if rho is None else rho_all
         self._measure_two_way(comp, csizes, r2 / len(self.edges_) if r2 else None, ctx)
         self._estimate(csizes)
 
@@ -346,4 +373,4 @@ class MSTSynthesizer(BaseTabularSynthesizer):
             if is_rare.any():
                 out[is_rare] = merged[rng.integers(len(merged), size=int(is_rare.sum()))]
             codes[:, j] = out
-        return self.grid_.decode(codes, rng)
+        return self.decoder_.decode(codes, rng)

@@ -46,6 +46,7 @@ _M = "skdpsynth.synthesizers."
 REGISTRY: tuple[SynthesizerInfo, ...] = (
     SynthesizerInfo("NPGCSynthesizer", _M + "_npgc", "npgc", "table"),
     SynthesizerInfo("MSTSynthesizer", _M + "_mst", "mst", "table"),
+    SynthesizerInfo("AIMSynthesizer", _M + "_aim", "aim", "table"),
     SynthesizerInfo("DPMarginalsSynthesizer", _M + "_marginals", "marginals", "table"),
     SynthesizerInfo("DPHistogramSynthesizer", _M + "_histogram", "histogram", "table"),
     SynthesizerInfo("DPCTGANSynthesizer", _M + "_dpctgan", "dpctgan", "table"),

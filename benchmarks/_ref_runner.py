@@ -1,0 +1,64 @@
+"""Fit a reference synthesizer (npgc 0.3.0 or SDV GaussianCopula) in its own environment; one fit per process.
+
+Called by ``tabular_side_by_side.py`` with the Python of an environment where the
+PyPI packages ``npgc`` and ``sdv`` are installed. Input: a CSV and a JSON of
+column dtypes; output: a CSV of synthetic rows and, on stdout, one JSON line
+with the fit time and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+import warnings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--method", choices=["npgc", "gaussian_copula"], required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--dtypes", required=True)
+    parser.add_argument("--epsilon", type=float, default=None)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    import pandas as pd
+
+    dtypes = json.loads(open(args.dtypes).read())
+    X = pd.read_csv(args.data, dtype={c: ("str" if t == "str" else "float") for c, t in dtypes.items()})
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    start = time.perf_counter()
+    if args.method == "npgc":
+        import npgc
+
+        model = npgc.NPGC(epsilon=args.epsilon)
+        model.fit(X, random_state=args.seed)
+        fit_s = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        synth = model.sample(len(X), seed=args.seed + 1)
+    else:
+        from sdv.metadata import Metadata
+        from sdv.single_table import GaussianCopulaSynthesizer
+
+        if hasattr(Metadata, "detect_from_dataframe"):
+            metadata = Metadata.detect_from_dataframe(X)
+        else:  # sdv 2: one table among several
+            metadata = Metadata.detect_from_dataframes({"table": X})
+        model = GaussianCopulaSynthesizer(metadata)
+        try:
+            model.fit(X)
+        except Exception:  # sdv 2 takes {table name: frame}
+            model.fit({"table": X})
+        fit_s = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        synth = model.sample(len(X))
+        synth = synth["table"] if isinstance(synth, dict) else synth
+    synth.to_csv(args.out, index=False)
+    print(json.dumps({"fit_s": fit_s, "peak_rss_mib": peak, "rss_before_fit_mib": base}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""Side by side in one run: our NPGC, MST and AIM against private-pgm's MST and AIM, npgc 0.3.0 and SDV.
+
+    python benchmarks/tabular_side_by_side.py --quick
+    python benchmarks/tabular_side_by_side.py --pgm-python /venv/bin/python --pgm-src /path/to/private-pgm \\
+        --ref-python /venv2/bin/python
+
+Per dataset (Adult, UCI dropout, OULAD, UCI HESP; 70/30 stratified split,
+seed 0) and epsilon: every fit runs in a fresh subprocess (fit seconds, peak
+RSS of that process), then the synthetic table (as many rows as the training
+split) is scored: SDMetrics QualityReport (overall, column shapes, pair
+trends) against the training split, and TSTR macro-F1 (one-hot +
+HistGradientBoosting trained on synthetic rows, tested on the real 30 %).
+Our DP methods run ``--seeds`` seeds; private-pgm's MST once per epsilon and
+its AIM once per table at epsilon 1 only (310-550 s a fit); the non-DP
+references once. private-pgm gets our public grid's cell codes (the same
+discretisation, 32 bins) and its output is decoded uniformly inside the bins.
+The references need their own environments (``--pgm-python``, ``--ref-python``);
+a method whose environment is missing is listed as not run.
+Results: ``results/tabular_side_by_side{,_quick}.{json,md,png}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+from _common import RESULTS, machine, markdown_table, write_results  # noqa: E402
+
+DATASETS = ("uci_hesp", "uci_dropout", "oulad", "adult")
+OURS = ("NPGC", "MST", "AIM")
+DELTA = 1e-9
+N_BINS = 32
+
+
+def _load(name: str):
+    import tabular
+
+    return tabular.load(name)
+
+
+def make_ours(method: str, epsilon: float | None, schema, seed: int):
+    """One of our synthesizers at the benchmark's settings."""
+    import skdpsynth as S
+    from skdpsynth.synthesizers._aim import AIMSynthesizer
+
+    cls = {"NPGC": S.NPGCSynthesizer, "MST": S.MSTSynthesizer, "AIM": AIMSynthesizer}[method]
+    return cls(epsilon=epsilon, delta=DELTA, schema=schema, random_state=seed)
+
+
+def worker(spec: dict) -> None:
+    """Fit one of our methods in this (fresh) process; print fit time and peak RSS; pickle the sample."""
+    import resource
+
+    warnings.simplefilter("ignore")
+    train, _, schema, _ = _load(spec["dataset"])
+    est = make_ours(spec["method"], spec["epsilon"], schema, spec["seed"])
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    start = time.perf_counter()
+    est.fit(train)
+    fit_s = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    synth = est.sample(len(train), random_state=spec["seed"])
+    Path(spec["out"]).write_bytes(pickle.dumps(synth))
+    extra = {"rounds": getattr(est, "n_rounds_", None), "epsilon_spent": float(est.privacy_spent_.epsilon)}
+    print(json.dumps({"fit_s": fit_s, "peak_rss_mib": peak, "rss_before_fit_mib": base, **extra}))
+
+
+def _run(cmd: list[str], timeout: float) -> dict:
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fit_ours(dataset, method, epsilon, seed, tmp: Path, timeout) -> tuple[dict, pd.DataFrame]:
+    out = tmp / f"{dataset}_{method}_{epsilon}_{seed}.pkl"
+    spec = {"dataset": dataset, "method": method, "epsilon": epsilon, "seed": seed, "out": str(out)}
+    info = _run([sys.executable, __file__, "--worker", json.dumps(spec)], timeout)
+    return info, pickle.loads(out.read_bytes())
+
+
+def fit_pgm(dataset, mechanism, epsilon, seed, tmp: Path, args) -> tuple[dict, pd.DataFrame]:
+    """private-pgm's own mechanism on our grid codes (its code run unchanged, in its environment).
+
+    With ``--pgm-aim-from DIR``, AIM's fit is read from ``DIR/{dataset}_aim.{json,csv}`` (a run of
+    ``_pgm_runner.py`` made earlier on the same codes) instead of being repeated.
+    """
+    from skdpsynth._grid import PublicGrid
+
+    train, _, schema, _ = _load(dataset)
+    grid = PublicGrid(schema, N_BINS)
+    saved = Path(args.pgm_aim_from or "") / f"{dataset}_aim.csv"
+    if mechanism == "aim" and args.pgm_aim_from and args.no_pgm_aim and not saved.exists():
+        raise FileNotFoundError(f"no earlier private-pgm AIM fit at {saved} (and --no-pgm-aim)")
+    if mechanism == "aim" and args.pgm_aim_from and saved.exists():
+        info = json.loads([ln for ln in saved.with_suffix(".json").read_text().splitlines() if ln.startswith("{")][-1])
+        codes = pd.read_csv(saved).to_numpy()
+        return {**info, "note": "fit read from an earlier run of _pgm_runner.py"}, _validated(
+            grid.decode(codes, np.random.default_rng(seed)), schema)
+    names = [g.spec.name for g in grid.columns]
+    safe = [f"c{j}" for j in range(len(names))]  # private-pgm reads column names from the CSV header
+    data, domain, out = tmp / f"{dataset}_codes.csv", tmp / f"{dataset}_domain.json", tmp / f"{dataset}_pgm.csv"
+    pd.DataFrame(grid.encode(train), columns=safe).to_csv(data, index=False)
+    domain.write_text(json.dumps({s: int(k) for s, k in zip(safe, grid.n_cells)}))
+    info = _run([args.pgm_python, str(HERE / "_pgm_runner.py"), "--pgm-src", args.pgm_src, "--mechanism", mechanism,
+                 "--data", str(data), "--domain", str(domain), "--epsilon", str(epsilon), "--delta", str(DELTA),
+                 "--out", str(out), "--seed", str(seed)], args.pgm_timeout)
+    codes = pd.read_csv(out)[safe].to_numpy()
+    synth = grid.decode(codes, np.random.default_rng(seed))
+    return info, _validated(synth, schema)
+
+
+def fit_ref(dataset, method, epsilon, seed, tmp: Path, args) -> tuple[dict, pd.DataFrame]:
+    train, _, schema, _ = _load(dataset)
+    data, dtypes, out = tmp / f"{dataset}_train.csv", tmp / f"{dataset}_dtypes.json", tmp / f"{dataset}_{method}.csv"
+    kinds = {c: ("str" if schema[c].kind in ("categorical", "boolean") else "float") for c in train.columns}
+    train.to_csv(data, index=False)
+    dtypes.write_text(json.dumps(kinds))
+    cmd = [args.ref_python, str(HERE / "_ref_runner.py"), "--method", method, "--data", str(data), "--dtypes",
+           str(dtypes), "--out", str(out), "--seed", str(seed)] + ([] if epsilon is None else ["--epsilon",
+                                                                                                str(epsilon)])
+    info = _run(cmd, args.ref_timeout)
+    synth = pd.read_csv(out, dtype={c: ("str" if k == "str" else "float") for c, k in kinds.items()})
+    for c, k in kinds.items():  # CSV text back to the schema's labels (which may be integers); "1.0" -> 1
+        if k == "str":
+            lookup = {str(x): x for x in schema[c].categories}
+            synth[c] = synth[c].map(lambda v, lk=lookup: lk.get(str(v), lk.get(str(int(float(v))), v)
+                                                               if _is_float(v) else v) if isinstance(v, str) else v)
+    return info, _validated(synth, schema)
+
+
+def _is_float(v) -> bool:
+    try:
+        return float(v).is_integer()
+    except (TypeError, ValueError):
+        return False
+
+
+def _validated(synth: pd.DataFrame, schema) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return schema.validate(synth)
+        except Exception:  # a reference that leaves the public domain is scored as it is
+            return synth
+
+
+def score(dataset: str, synth: pd.DataFrame, seed: int, metric_rows: int) -> dict:
+    from skdpsynth import metrics as M
+
+    train, hold, schema, target = _load(dataset)
+    sub = lambda df, s: df if len(df) <= metric_rows else df.sample(metric_rows, random_state=s)  # noqa: E731
+    out = {}
+    try:
+        q = M.sdmetrics_quality(sub(train, 0), sub(synth, seed)[train.columns], schema)
+        out.update(quality=q["overall"], shapes=q["column_shapes"], pairs=q["column_pair_trends"])
+    except Exception as exc:  # recorded, the other metric still runs
+        out["quality_error"] = f"{type(exc).__name__}: {exc}"
+    try:  # AIM's workload error on the shared 32-bin grid: mean TVD over all 2-way marginals
+        from _tabular_data import two_way_tvd
+
+        out["workload_error"] = two_way_tvd(train, synth[train.columns], schema, n_bins=N_BINS)
+    except Exception as exc:
+        out["workload_error_error"] = f"{type(exc).__name__}: {exc}"
+    try:
+        ts = M.tstr_scores(train, hold, synth[train.columns], target=target, random_state=seed)
+        out.update(tstr=ts["tstr_f1"], trtr=ts["trtr_f1"])
+    except Exception as exc:
+        out["tstr_error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
+    """Every fit of the run, cheapest kinds first within a dataset."""
+    out = []
+    for ds in datasets:
+        for eps in epsilons:
+            out += [dict(dataset=ds, method=m, epsilon=eps, seed=s, kind="ours") for m in OURS for s in range(seeds)]
+        if args.ref_python:
+            out.append(dict(dataset=ds, method="npgc 0.3.0 (not DP)", epsilon=1.0, seed=0, kind="npgc"))
+            out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0, kind="gc"))
+        if args.pgm_python:
+            if not args.no_pgm_mst:
+                out += [dict(dataset=ds, method="private-pgm MST", epsilon=e, seed=0, kind="pgm_mst")
+                        for e in epsilons]
+            if not args.no_pgm_aim or args.pgm_aim_from:
+                out.append(dict(dataset=ds, method="private-pgm AIM", epsilon=1.0, seed=0, kind="pgm_aim"))
+    return out
+
+
+def run_setting(s: dict, tmp: Path, args) -> dict:
+    row = {k: s[k] for k in ("dataset", "method", "epsilon", "seed")}
+    try:
+        if s["kind"] == "ours":
+            info, synth = fit_ours(s["dataset"], s["method"], s["epsilon"], s["seed"], tmp, args.ours_timeout)
+        elif s["kind"].startswith("pgm"):
+            info, synth = fit_pgm(s["dataset"], s["kind"][4:], s["epsilon"], s["seed"], tmp, args)
+        else:
+            info, synth = fit_ref(s["dataset"], "npgc" if s["kind"] == "npgc" else "gaussian_copula", s["epsilon"],
+                                  s["seed"], tmp, args)
+        row.update(info)
+        row.update(score(s["dataset"], synth, s["seed"], args.metric_rows))
+        row["status"] = "ok"
+    except Exception as exc:  # one failing fit is recorded, the run goes on
+        row.update(status="error", error=f"{type(exc).__name__}: {exc}"[:300])
+    return row
+
+
+def aggregate(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame([r for r in rows if r["status"] == "ok"])
+    if df.empty:
+        return df
+    df["eps"] = df["epsilon"].map(lambda e: "none" if e is None or (isinstance(e, float) and math.isnan(e)) else e)
+    metrics = [c for c in ("fit_s", "peak_rss_mib", "quality", "shapes", "pairs", "workload_error", "tstr", "trtr")
+               if c in df]
+    g = df.groupby(["dataset", "eps", "method"], sort=False)
+    agg = g[metrics].mean()
+    agg["seeds"] = g.size()
+    if "tstr" in df:
+        agg["tstr_sd"] = g["tstr"].std()
+    return agg.reset_index()
+
+
+def plot(agg: pd.DataFrame, name: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(agg["dataset"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.6 * len(datasets), 3.8), squeeze=False)
+    for ax, ds in zip(axes[0], datasets):
+        sub = agg[(agg["dataset"] == ds) & (agg["eps"].astype(str).isin(["1.0", "none"]))]
+        for k, r in enumerate(sub.itertuples()):
+            ax.scatter(r.fit_s, r.quality, color=f"C{k % 10}", label=r.method, s=40)
+        ax.set_xscale("log")
+        ax.set_xlabel("fit seconds (log)")
+        ax.set_ylabel("SDMetrics quality")
+        ax.set_title(f"{ds}, eps 1")
+        ax.legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    file = f"{name}.png"
+    fig.savefig(RESULTS / file, dpi=110)
+    plt.close(fig)
+    return file
+
+
+def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_file: str | None) -> str:
+    lines = [f"# Tabular side by side{' (quick)' if args.quick else ''}", "",
+             f"Machine: {machine()}, shared with other jobs. Total wall time {total_s / 60:.1f} min.", "",
+             "Protocol: 70/30 stratified split (seed 0); each fit in a fresh subprocess (fit seconds; peak RSS = the "
+             "fit process's maximum resident set, Python and data included); SDMetrics QualityReport on at most "
+             f"{args.metric_rows} rows of the training split and of the synthetic table; TSTR macro-F1 "
+             "(HistGradientBoosting trained on synthetic, tested on the real 30 %); workload error = mean "
+             "total-variation distance over all 2-way marginals on the shared 32-bin grid (AIM's workload). "
+             "delta = 1e-9. Our DP methods: "
+             f"{args.seeds} seed(s), mean (TSTR sd over seeds in brackets). private-pgm's MST once per epsilon and "
+             "its AIM once per table at epsilon 1 only (one seed: 5-10 min a fit), both on our 32-bin public grid, "
+             "decoded uniformly inside the bins; npgc 0.3.0 at its claimed epsilon 1 (not DP) and SDV "
+             "GaussianCopula (not DP) once. CTGAN/TVAE were not run here (their timings: results/tabular.md).", ""]
+    cols = ["method", "seeds", "fit_s", "peak_rss_mib", "quality", "shapes", "pairs", "workload_error", "tstr",
+            "tstr_sd", "trtr"]
+    for (ds, eps), sub in agg.groupby(["dataset", "eps"], sort=False):
+        lines += [f"## {ds}, epsilon {eps}", "", markdown_table(sub[[c for c in cols if c in sub]].to_dict("records"),
+                                                                [c for c in cols if c in sub], digits=3), ""]
+    if plot_file:
+        lines += [f"![quality vs fit time]({plot_file})", ""]
+    errors = [r for r in rows if r["status"] != "ok"]
+    if errors:
+        lines += ["## Not run / failed", "", markdown_table([{k: r.get(k) for k in ("dataset", "method", "epsilon",
+                                                                                     "error")} for r in errors]), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="UCI HESP and dropout, epsilon 1, one seed, no pgm AIM")
+    parser.add_argument("--datasets", nargs="*")
+    parser.add_argument("--epsilons", nargs="*", type=float)
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--metric-rows", type=int, default=None)
+    parser.add_argument("--pgm-python", default=os.environ.get("PRIVATE_PGM_PYTHON"))
+    parser.add_argument("--pgm-src", default=os.environ.get("PRIVATE_PGM_SRC"))
+    parser.add_argument("--ref-python", default=os.environ.get("REFERENCE_PYTHON"))
+    parser.add_argument("--no-pgm-aim", action="store_true")
+    parser.add_argument("--no-pgm-mst", action="store_true")
+    parser.add_argument("--pgm-aim-from", default=None, help="folder of earlier private-pgm AIM fits to reuse")
+    parser.add_argument("--ours-timeout", type=float, default=600)
+    parser.add_argument("--pgm-timeout", type=float, default=1800)
+    parser.add_argument("--ref-timeout", type=float, default=600)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(json.loads(args.worker))
+    if args.quick:
+        args.no_pgm_aim = True
+    datasets = args.datasets or (["uci_hesp", "uci_dropout"] if args.quick else list(DATASETS))
+    epsilons = args.epsilons or ([1.0] if args.quick else [1.0, 5.0])
+    args.seeds = args.seeds or (1 if args.quick else 3)
+    args.metric_rows = args.metric_rows or (1000 if args.quick else 5000)
+    if args.pgm_python and not args.pgm_src:
+        parser.error("--pgm-python needs --pgm-src (a private-pgm checkout)")
+    name = "tabular_side_by_side" + ("_quick" if args.quick else "")
+    todo = settings(datasets, epsilons, args.seeds, args)
+    rows: list[dict] = []
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, s in enumerate(todo):
+            rows.append(run_setting(s, Path(tmp), args))
+            r = rows[-1]
+            print(f"[{k + 1}/{len(todo)}] {s['dataset']} {s['method']} eps={s['epsilon']} seed={s['seed']}: "
+                  f"{r['status']} fit={r.get('fit_s', float('nan')):.2f}s q={r.get('quality', float('nan')):.3f} "
+                  f"tstr={r.get('tstr', float('nan')):.3f} {r.get('error', '')}", flush=True)
+            if k + 1 == len(todo) or todo[k + 1]["dataset"] != s["dataset"]:  # checkpoint after every dataset
+                agg = aggregate(rows)
+                plot_file = plot(agg, name) if not agg.empty else None
+                md = markdown(agg, rows, args, time.perf_counter() - start, plot_file)
+                done = list(dict.fromkeys(r["dataset"] for r in rows))
+                if len(done) < len(datasets):
+                    md = md.replace("\n", f"\n\n**Partial: datasets completed so far: {done} of {datasets}.**\n", 1)
+                write_results(name, {"rows": rows, "aggregate": agg.to_dict("records"), "quick": args.quick,
+                                     "datasets": datasets, "epsilons": epsilons, "seeds": args.seeds,
+                                     "total_s": time.perf_counter() - start}, md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,388 @@
+"""AIM (McKenna, Mullins, Sheldon & Miklau 2022): adaptive, iterative, workload-aware marginal selection, zCDP.
+
+A numpy implementation: bounded junction trees (:mod:`._junction_tree`), and a
+graphical-model estimate by preconditioned mirror descent with sum-product
+inference (:mod:`._graphical_model`); the workload, the candidates and the
+selection scores are in :mod:`._aim_selection`.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+from sklearn.utils._param_validation import Interval
+
+from skdpsynth._grid import PublicGrid
+from skdpsynth.base import BaseTabularSynthesizer, FitContext
+from skdpsynth.exceptions import PrivacyBudgetError
+from skdpsynth.privacy import (
+    BudgetRecord,
+    approx_dp_to_zcdp,
+    discrete_gaussian_mechanism,
+    exponential_mechanism_zcdp,
+    project_to_simplex,
+)
+from skdpsynth.synthesizers._aim_selection import (
+    candidates_from_workload,
+    marginal_counts,
+    model_answers,
+    resolve_workload,
+    selection_scores,
+)
+from skdpsynth.synthesizers._decoding import FineDecoder
+from skdpsynth.synthesizers._graphical_model import Measurement, combine, estimate
+from skdpsynth.synthesizers._junction_tree import build_junction_tree, grow, grow_cells
+
+__all__ = ["AIMSynthesizer"]
+
+_BIAS = math.sqrt(2.0 / math.pi)
+_SELECT_SHARE = 0.1  # of each round's rho, as AIM
+
+
+class AIMSynthesizer(BaseTabularSynthesizer):
+    """AIM: adaptive and iterative workload-aware marginals with a graphical-model estimate (zCDP).
+
+    1. Measure every 1-way marginal on the public grid (discrete Gaussian,
+       ``sigma = sqrt(T / (2 * 0.9 rho))``); merge each column's cells whose
+       noisy count is below ``3 sigma`` into one "rare" cell (as MST).
+    2. Rounds: among the candidates (the workload's downward closure, each
+       weighted by its overlap with the workload) whose addition keeps the
+       junction tree under ``max_model_cells * rho_used / rho`` cells, select
+       by the exponential mechanism the one whose model marginal is worst,
+       score ``w_r (||M_r(D) - M_r(model)||_1 - sqrt(2/pi) sigma n_r)``
+       (error minus the expected noise of measuring it); measure it; re-estimate
+       the model. When the estimate moved by less than the expected noise,
+       halve ``sigma`` and double the selection's epsilon (annealing); the last
+       round spends exactly what is left.
+    3. The graphical model minimises the inverse-variance weighted squared
+       error to all measurements on a junction tree covering them; sampling
+       draws clique by clique; binned columns are decoded through a DP fine
+       1-way marginal (:mod:`._decoding`).
+
+    Parameters
+    ----------
+    epsilon : float or None, default=1.0
+        Budget per cohort. ``None``: exact marginals, greedy selection until
+        every candidate is within 0.5 % of n in L1 (not private).
+    delta : float, default=1e-9
+        zCDP is converted to (epsilon, delta) at this delta (minus the
+        domain's share when ``schema`` is None); must be > 0 when ``epsilon`` is set.
+    schema : TableSchema, dict, path or None, default=None
+        Public domain; estimated under DP with ``domain_share`` of the budget when None.
+    n_bins : int, default=32
+        Bins per continuous column (integer ranges of at most ``n_bins`` values
+        get one cell per value).
+    workload : int, list of tuples of str, or None, default=None
+        Marginals the release should preserve: None or ``k`` = all 2-way /
+        ``k``-way marginals; or a list of column-name tuples.
+    rounds : int or None, default=None
+        AIM's ``T``, which sets the first rounds' noise (``16 d`` when None; at least ``d + 1``).
+    max_model_cells : int, default=1_000_000
+        Most cells in the junction tree's tables (AIM's model-size limit, grown
+        in proportion to the budget used).
+    max_iters : int, default=150
+        Estimation steps at the end (a tenth of them after each round, warm-started).
+    compress : bool, default=True
+        Merge cells with noisy 1-way count below ``3 sigma`` (decoded by their
+        noisy 1-way proportions).
+    decode_share : float, default=0.1
+        Share of the zCDP budget spent on fine 1-way marginals of the binned
+        columns (values drawn inside their bin from them); 0 = uniform inside the bin.
+    domain_share : float, default=0.1
+        Share of epsilon and delta spent on the domain when ``schema`` is None.
+    cohort_composition : {"parallel", "sequential"}, default="parallel"
+        How ``partial_fit`` cohorts compose.
+    random_state : int, Generator or None, default=None
+        Seeds everything that is not privacy noise (the model draws used to
+        score candidates that no tree clique covers, sampling).
+    reproducible_noise : bool, default=False
+        Derive the privacy noise from ``random_state`` (tests and papers only:
+        such a release is not publishable).
+
+    Attributes
+    ----------
+    grid_ : PublicGrid
+        Cells of every column.
+    maps_, merged_ : list of ndarray
+        Per column, the compressed cell of each grid cell, and the grid cells merged into the rare cell.
+    workload_ : list of tuple of str
+        The workload's marginals.
+    selected_ : list of tuple of str
+        The marginals selected by the rounds, in order.
+    measurements_ : list of (tuple of str, ndarray of int64, float, int)
+        Every noisy marginal (on compressed cells, 1-ways on the full grid):
+        columns, counts, noise standard deviation, cohort.
+    model_ : MarkovModel
+        The estimated graphical model (junction tree, potentials, marginals).
+    cohort_measurements_ : list of list of Measurement
+        Per cohort, one inverse-variance combined measurement per marginal (post-processing).
+    n_hat_ : float
+        Number of people the model represents (noisy 1-way totals, all cohorts).
+    n_rounds_ : int
+        Selection rounds run in the first cohort.
+    rho_ : float
+        zCDP spent by the model (fine marginals included) in the first cohort.
+    n_estimate_ : int
+        Inverse-variance mean of the latest cohort's noisy 1-way totals.
+
+    Privacy
+    -------
+    Neighbouring relation: add/remove one person (one row). With ``rho`` the
+    zCDP budget left after the domain, ``rho_f = decode_share * rho`` goes to
+    the fine marginals (L2 sensitivity 1 each, ``rho_f / k`` for each of the
+    ``k`` binned columns) and ``rho_m = rho - rho_f`` to AIM:
+
+    * 1-way marginals: L2 sensitivity 1 each, ``1 / (2 sigma^2)`` each with
+      ``sigma = sqrt(T / (2 * 0.9 rho_m))``.
+    * Selection: ``M_r(D)`` changes in one cell by 1, so the score changes by
+      at most ``w_r``; the model estimate, the bias term and the candidate set
+      (model size) depend only on earlier releases and the public domain.
+      Sensitivity ``max_r w_r`` over the candidates of the round; the
+      exponential mechanism with ``epsilon_t`` is ``epsilon_t^2 / 8``-zCDP
+      (Cesar & Rogers 2021).
+    * Measurement: L2 sensitivity 1, ``1 / (2 sigma_t^2)``-zCDP.
+    * Annealing and stopping depend only on released values; every round's
+      cost is charged before it runs and the last round spends exactly what
+      :meth:`~skdpsynth.privacy.BudgetAccountant.remaining_rho` reports, so the
+      adaptive composition (rho adds up) never exceeds ``rho``; the total is
+      converted once to (epsilon, delta) (Canonne, Kamath & Steinke 2020).
+
+    Estimation, compression, the model draws and sampling are post-processing.
+    ``partial_fit`` keeps the first cohort's tree and compression and measures
+    every distinct marginal once more on the new cohort (``rho_m`` split
+    equally); the cohorts' estimates add up (each cohort pays its own budget).
+    """
+
+    _parameter_constraints: dict = {
+        **BaseTabularSynthesizer._parameter_constraints,
+        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "workload": [Interval(Integral, 1, None, closed="left"), list, tuple, None],
+        "rounds": [Interval(Integral, 1, None, closed="left"), None],
+        "max_model_cells": [Interval(Integral, 1, None, closed="left")],
+        "max_iters": [Interval(Integral, 1, None, closed="left")],
+        "compress": ["boolean"],
+        "decode_share": [Interval(Real, 0, 1, closed="left")],
+        "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
+    }
+
+    def __init__(self, *, epsilon=1.0, delta=1e-9, schema=None, n_bins=32, workload=None, rounds=None,
+                 max_model_cells=1_000_000, max_iters=150, compress=True, decode_share=0.1, domain_share=0.1,
+                 cohort_composition="parallel", random_state=None, reproducible_noise=False):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.schema = schema
+        self.n_bins = n_bins
+        self.workload = workload
+        self.rounds = rounds
+        self.max_model_cells = max_model_cells
+        self.max_iters = max_iters
+        self.compress = compress
+        self.decode_share = decode_share
+        self.domain_share = domain_share
+        self.cohort_composition = cohort_composition
+        self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
+
+    # -- planning -------------------------------------------------------------------------
+    def _check_input(self, X, y, reset):
+        if self.epsilon is not None and self.delta <= 0:
+            raise PrivacyBudgetError(
+                "AIMSynthesizer measures under zCDP, which gives (epsilon, delta)-DP only with delta > 0; "
+                "set delta (e.g. 1e-9)."
+            )
+        data = super()._check_input(X, y, reset)
+        resolve_workload(self.workload, [str(c) for c in data.frame.columns])  # names checked before any spend
+        return data
+
+    def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
+        rho = approx_dp_to_zcdp(self.epsilon - eps_dom, self.delta - delta_dom)
+        return [BudgetRecord("discrete gaussian / exponential (zCDP)", "AIM model", "zcdp", rho=rho)]
+
+    def _split(self, rho: float) -> tuple[float, float]:
+        rho_f = self.decode_share * rho if self.decoder_.columns else 0.0
+        return rho_f, rho - rho_f
+
+    # -- fitting ----------------------------------------------------------------------------
+    def _fit_table(self, X, ctx: FitContext):
+        if ctx.first:
+            self.grid_ = PublicGrid(self.schema_, self.n_bins)
+            self.decoder_ = FineDecoder(self.grid_, enabled=self.decode_share > 0)
+            self.measurements_ = []
+        codes = self.grid_.encode(X)
+        rho = rho_f = rho_m = None
+        if ctx.accountant.private:
+            rho = ctx.accountant.remaining_rho()
+            rho_f, rho_m = self._split(rho)
+            if not rho_m > 0:
+                raise PrivacyBudgetError("AIMSynthesizer: no zCDP budget is left for the model; raise epsilon or "
+                                         "delta.")
+            ctx.accountant.require(self.decoder_.planned(rho_f) + [BudgetRecord(
+                "discrete gaussian / exponential (zCDP)", "AIM rounds", "zcdp", rho=rho_m)], what="AIMSynthesizer")
+        if rho is None or rho_f > 0:
+            self.decoder_.measure(X, rho_f, ctx)
+        if ctx.first:
+            self.rho_ = math.inf if rho is None else rho
+            self._fit_first(codes, rho_m, ctx)
+        else:
+            self._fit_later(codes, rho_m, ctx)
+
+    def _names(self, clique) -> tuple[str, ...]:
+        return tuple(self.grid_.columns[a].spec.name for a in clique)
+
+    def _measure(self, exact: np.ndarray, rho: float | None, clique, ctx: FitContext) -> np.ndarray:
+        target = f"{len(clique)}-way marginal of {self._names(clique)!r}"
+        if rho is None:
+            ctx.accountant.declare_nonprivate(target)
+            return exact.astype(np.int64)
+        return discrete_gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho, noise=ctx.noise,
+                                           accountant=ctx.accountant, target=target)
+
+    def _log(self, clique, counts: np.ndarray, sigma: float, ctx: FitContext) -> Measurement:
+        self.measurements_.append((self._names(clique), counts, float(sigma), ctx.cohort))
+        return Measurement(tuple(clique), counts.astype(float), float(sigma) ** 2)
+
+    def _fit_first(self, codes: np.ndarray, rho: float | None, ctx: FitContext) -> None:
+        d = codes.shape[1]
+        names = [g.spec.name for g in self.grid_.columns]
+        workload = resolve_workload(self.workload, names)
+        self.workload_ = [self._names(w) for w in workload]
+        candidates = candidates_from_workload(workload) or {(j,): 1.0 for j in range(d)}
+        rounds = max(self.rounds or 16 * d, d + 1)  # the 1-way marginals take d / T of 90 % of the budget
+        adaptive = any(len(r) > 1 for r in candidates)
+        sigma = 0.0 if rho is None else math.sqrt((rounds if adaptive else d) / (2 * (0.9 if adaptive else 1) * rho))
+        one_way = []
+        for j, g in enumerate(self.grid_.columns):
+            exact = np.bincount(codes[:, j], minlength=g.n_cells)
+            one_way.append(self._measure(exact, None if rho is None else 1 / (2 * sigma**2), (j,), ctx))
+            self.measurements_.append(((g.spec.name,), one_way[-1], sigma, ctx.cohort))
+        self.n_estimate_ = self._cohort_size(one_way, [sigma**2 * len(y) for y in one_way])
+        self._init_compression(one_way, sigma)
+        comp = np.column_stack([self.maps_[j][codes[:, j]] for j in range(d)])
+        sizes = np.array([int(m.max()) + 1 for m in self.maps_])
+        meas = [Measurement((j,), np.bincount(self.maps_[j], weights=y, minlength=sizes[j]),
+                            np.maximum(sigma**2 * np.bincount(self.maps_[j], minlength=sizes[j]), 0.0))
+                for j, y in enumerate(one_way)]
+        self.n_hat_ = float(max(self.n_estimate_, 1))
+        jt = build_junction_tree(sizes, [(j,) for j in range(d)])
+        model = estimate(jt, combine(meas), self.n_hat_, iters=self.max_iters)
+        self.selected_ = []
+        self.n_rounds_ = 0
+        if adaptive:
+            answers = {r: marginal_counts(comp, r, sizes) for r in candidates}
+            model, meas = self._rounds(answers, candidates, model, meas, sigma, rho, rounds, ctx)
+        self.model_ = estimate(model.tree, combine(meas), self.n_hat_, potentials=model.potentials,
+                               iters=self.max_iters)
+        self.cohort_measurements_ = [combine(meas)]
+
+    def _rounds(self, answers, candidates, model, meas, sigma, rho, rounds, ctx):
+        """AIM's selection rounds (greedy and exact when ``rho`` is None); returns the model and measurements."""
+        epsilon = 0.0 if rho is None else math.sqrt(8 * _SELECT_SHARE * rho / rounds)
+        n_draws = int(np.clip(2 * self.n_hat_, 10_000, 50_000))
+        sizes = model.tree.sizes
+        iters = max(self.max_iters // 10, 5)
+        terminate = False
+        while not terminate:
+            self.n_rounds_ += 1
+            if rho is None:
+                terminate, used = self.n_rounds_ >= rounds, self.n_rounds_ / rounds
+            else:
+                left = ctx.accountant.remaining_rho()
+                if left < 2 * (1 / (2 * sigma**2) + epsilon**2 / 8):
+                    sigma = math.sqrt(1 / (2 * (1 - _SELECT_SHARE) * left))
+                    epsilon = math.sqrt(8 * _SELECT_SHARE * left) * (1 - 1e-12)
+                    terminate = True
+                used = (rho - left + 1 / (2 * sigma**2) + epsilon**2 / 8) / rho
+            jt = model.tree
+            grown = grow_cells(jt, list(candidates))
+            limit = max(self.max_model_cells * used, jt.cells())
+            allowed = {r: w for (r, w), g in zip(candidates.items(), grown) if g <= limit}
+            estimates = model_answers(model, list(allowed), n_draws, ctx.rng)
+            keys, scores, sensitivity = selection_scores(allowed, answers, estimates, sigma)
+            if rho is None:  # greedy; stops once the worst candidate is within 0.5 % of n (L1)
+                pick = int(np.argmax(scores))
+                if scores[pick] <= 0.005 * self.n_hat_ * allowed[keys[pick]]:
+                    self.n_rounds_ -= 1
+                    break
+            else:
+                pick = exponential_mechanism_zcdp(scores, sensitivity=sensitivity, rho=epsilon**2 / 8,
+                                                  noise=ctx.noise, accountant=ctx.accountant,
+                                                  target=f"AIM selection round {self.n_rounds_}")
+            r = keys[pick]
+            y = self._measure(answers[r], None if rho is None else 1 / (2 * sigma**2), r, ctx)
+            meas.append(self._log(r, y, sigma, ctx))
+            self.selected_.append(self._names(r))
+            if jt.home(r) < 0:
+                fresh = build_junction_tree(sizes, sorted({m.clique for m in meas}))
+                grown_jt = grow(jt, r)
+                jt = fresh if fresh.cells() <= grown_jt.cells() else grown_jt
+            before = estimates[r]
+            model = estimate(jt, combine(meas), self.n_hat_, potentials=model.potentials, iters=iters)
+            if rho is not None and np.abs(model.project(r) - before).sum() <= _BIAS * sigma * before.size:
+                sigma, epsilon = sigma / 2, epsilon * 2
+        return model, meas
+
+    def _fit_later(self, codes: np.ndarray, rho: float | None, ctx: FitContext) -> None:
+        d = codes.shape[1]
+        comp = np.column_stack([self.maps_[j][codes[:, j]] for j in range(d)])
+        sizes = self.model_.tree.sizes
+        cliques = sorted({m.clique for m in self.cohort_measurements_[0]}, key=lambda c: (len(c), c))
+        sigma = 0.0 if rho is None else math.sqrt(len(cliques) / (2 * rho))
+        meas = []
+        for cl in cliques:
+            y = self._measure(marginal_counts(comp, cl, sizes), None if rho is None else 1 / (2 * sigma**2), cl, ctx)
+            meas.append(self._log(cl, y, sigma, ctx))
+        ones = [m.counts for m in meas if len(m.clique) == 1]
+        self.n_estimate_ = self._cohort_size(ones, [sigma**2 * y.size for y in ones])
+        self.cohort_measurements_.append(combine(meas))
+        pooled: dict = {}
+        for cohort in self.cohort_measurements_:
+            for m in cohort:
+                c, v = pooled.get(m.clique, (0.0, 0.0))
+                pooled[m.clique] = (c + m.counts, v + np.broadcast_to(np.asarray(m.variance, float), m.counts.shape))
+        ones = [pooled[(j,)] for j in range(d)]
+        self.n_hat_ = float(self._cohort_size([c for c, _ in ones], [float(np.sum(v)) for _, v in ones]))
+        self.model_ = estimate(self.model_.tree, [Measurement(cl, c, v) for cl, (c, v) in pooled.items()],
+                               self.n_hat_, potentials=self.model_.potentials, iters=self.max_iters)
+
+    @staticmethod
+    def _cohort_size(noisy: list[np.ndarray], total_var: list[float]) -> int:
+        """Inverse-variance mean of noisy 1-way totals (the mean when exact)."""
+        totals = np.array([float(np.sum(y)) for y in noisy])
+        var = np.array(total_var, float)
+        if np.any(var <= 0):
+            return max(int(round(totals.mean())), 1)
+        return max(int(round(float(np.sum(totals / var) / np.sum(1 / var)))), 1)
+
+    def _init_compression(self, one_way: list[np.ndarray], sigma: float) -> None:
+        """Cells with noisy count below ``3 sigma`` merged into a last "rare" cell, decoded by noisy proportions."""
+        self.maps_, self.merged_, self.rare_probs_ = [], [], []
+        for noisy in one_way:
+            k = len(noisy)
+            keep = noisy >= 3 * sigma if (self.compress and sigma > 0) else np.ones(k, bool)
+            if keep.sum() >= k - 1:
+                keep = np.ones(k, bool)
+            mapping = np.empty(k, dtype=np.int64)
+            mapping[keep] = np.arange(int(keep.sum()))
+            mapping[~keep] = int(keep.sum())
+            merged = np.flatnonzero(~keep)
+            p = project_to_simplex(noisy[merged].astype(float)) if len(merged) else np.zeros(0)
+            self.maps_.append(mapping)
+            self.merged_.append(merged)
+            self.rare_probs_.append(p / p.sum() if p.sum() > 0 else np.full(len(merged), 1 / max(len(merged), 1)))
+
+    # -- sampling ---------------------------------------------------------------------------
+    def _sample_table(self, n_samples, rng):
+        comp = self.model_.sample(n_samples, rng)
+        codes = np.empty_like(comp)
+        for j, mapping in enumerate(self.maps_):
+            merged = self.merged_[j]
+            kept = np.flatnonzero(np.isin(np.arange(len(mapping)), merged, invert=True))
+            col = comp[:, j]
+            rare = col >= len(kept)
+            codes[~rare, j] = kept[col[~rare]]
+            if rare.any():
+                codes[rare, j] = merged[rng.choice(len(merged), size=int(rare.sum()), p=self.rare_probs_[j])]
+        return self.decoder_.decode(codes, rng)

@@ -1,0 +1,105 @@
+"""AIM's workload, candidates and the quality scores of its selection step.
+
+The workload and the candidates are public (column indices and the public
+domain sizes); the scores read the private data through exact marginal counts
+and are released only through the exponential mechanism (see
+:class:`~skdpsynth.synthesizers._aim.AIMSynthesizer`'s privacy section).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from skdpsynth.synthesizers._graphical_model import MarkovModel
+from skdpsynth.synthesizers._junction_tree import Clique
+
+__all__ = ["resolve_workload", "candidates_from_workload", "marginal_counts", "model_answers"]
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def resolve_workload(workload, names: list[str]) -> list[Clique]:
+    """Workload cliques (sorted column indices) from an int (all k-way marginals) or a list of column tuples."""
+    d = len(names)
+    if workload is None or isinstance(workload, (int, np.integer)):
+        k = 2 if workload is None else int(workload)
+        return [tuple(c) for c in itertools.combinations(range(d), min(k, d))] if d > 1 else []
+    index = {n: i for i, n in enumerate(names)}
+    out = []
+    for cl in workload:
+        cols = (cl,) if isinstance(cl, (str, int, np.integer)) else tuple(cl)
+        try:
+            idx = tuple(sorted({index[c] if c in index else int(c) for c in cols}))
+        except (ValueError, TypeError):
+            raise ValueError(f"workload entry {cl!r} names columns that are not in the table.") from None
+        if not idx or max(idx) >= d or min(idx) < 0:
+            raise ValueError(f"workload entry {cl!r} names columns that are not in the table.")
+        out.append(idx)
+    return sorted(set(out))
+
+
+def candidates_from_workload(workload: list[Clique]) -> dict[Clique, float]:
+    """AIM's candidates: the workload's downward closure, each weighted by its overlap with the workload.
+
+    ``weight(r) = sum_{w in workload} |r ∩ w|`` (McKenna et al. 2022, Sec. 4).
+    """
+    closure: set[Clique] = set()
+    for w in workload:
+        for k in range(1, len(w) + 1):
+            closure.update(itertools.combinations(w, k))
+    degree: dict[int, int] = {}
+    for w in workload:
+        for a in w:
+            degree[a] = degree.get(a, 0) + 1
+    # |r ∩ w| = sum over a in r of [a in w], so weight(r) = sum over a in r of the workload cliques holding a
+    return {r: float(sum(degree[a] for a in r)) for r in sorted(closure, key=lambda c: (len(c), c))}
+
+
+def marginal_counts(codes: np.ndarray, clique: Clique, sizes: np.ndarray) -> np.ndarray:
+    """Exact counts of ``clique`` (shape: the attributes' sizes) from cell codes."""
+    shape = [int(sizes[a]) for a in clique]
+    flat = np.ravel_multi_index(codes[:, list(clique)].T, shape) if len(clique) > 1 else codes[:, clique[0]]
+    return np.bincount(flat, minlength=math.prod(shape)).reshape(shape)
+
+
+def model_answers(model: MarkovModel, cliques: list[Clique], n_draws: int, rng: np.random.Generator
+                  ) -> dict[Clique, np.ndarray]:
+    """The model's counts on each clique: exact for cliques within a tree clique and for pairs; else drawn.
+
+    Larger cliques that no tree clique covers are counted on ``n_draws`` model draws.
+
+    Post-processing of the model (drawn with the model's generator, not privacy noise).
+    """
+    sizes = model.tree.sizes
+    out, missing = {}, []
+    for cl in cliques:
+        mu = model.project(cl)
+        if mu is None:
+            missing.append(cl)
+        else:
+            out[cl] = mu
+    pairs = [cl for cl in missing if len(cl) == 2]
+    out.update(model.pair_marginals(pairs))
+    missing = [cl for cl in missing if len(cl) != 2]
+    if missing:
+        draws = model.sample(n_draws, rng)
+        scale = model.total / n_draws
+        for cl in missing:
+            out[cl] = marginal_counts(draws, cl, sizes) * scale
+    return out
+
+
+def selection_scores(candidates: dict[Clique, float], answers: dict[Clique, np.ndarray],
+                     estimates: dict[Clique, np.ndarray], sigma: float) -> tuple[list[Clique], np.ndarray, float]:
+    """AIM's quality of each candidate, ``w_r (||M_r(D) - M_r(model)||_1 - sqrt(2/pi) sigma n_r)``, and its sensitivity.
+
+    Adding or removing one person moves one cell of ``M_r(D)`` by one, so the
+    quality moves by at most ``w_r``: the sensitivity is ``max_r w_r``.
+    """
+    keys = list(candidates)
+    scores = np.array([candidates[r] * (float(np.abs(answers[r] - estimates[r]).sum())
+                                        - _SQRT_2_OVER_PI * sigma * answers[r].size) for r in keys])
+    return keys, scores, max(candidates.values())

@@ -1,0 +1,277 @@
+"""AIMSynthesizer: contract, adaptive zCDP accounting, junction trees, estimation, selection, decoding."""
+
+import itertools
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.utils.estimator_checks import check_param_validation
+
+from skdpsynth import MSTSynthesizer, PrivacyBudgetError, TableSchema
+from skdpsynth.synthesizers._aim import AIMSynthesizer
+from skdpsynth.synthesizers._aim_selection import candidates_from_workload, resolve_workload, selection_scores
+from skdpsynth.synthesizers._graphical_model import MarkovModel, Measurement, combine, estimate
+from skdpsynth.synthesizers._junction_tree import build_junction_tree, grow, grow_cells
+from skdpsynth.utils.estimator_checks import check_synthesizer
+
+LEVELS = np.array(["p", "q", "r", "s"], dtype=object)
+CHAIN_SCHEMA = TableSchema.from_dict({k: {"kind": "categorical", "categories": list(LEVELS), "nullable": False}
+                                      for k in "abcde"})
+
+
+def _chain(n, rng):
+    """a -> b -> c -> d (each copies its parent 85 % of the time), e independent."""
+    cols = [rng.integers(4, size=n)]
+    for _ in range(3):
+        cols.append(np.where(rng.random(n) < 0.85, cols[-1], rng.integers(4, size=n)))
+    cols.append(rng.integers(4, size=n))
+    return pd.DataFrame({k: LEVELS[v] for k, v in zip("abcde", cols)})
+
+
+def _running_intersection(jt) -> bool:
+    for a in range(len(jt.sizes)):
+        holders = [i for i, cl in enumerate(jt.cliques) if a in cl]
+        if not holders:
+            return False
+        seen, stack = {holders[0]}, [holders[0]]
+        while stack:
+            u = stack.pop()
+            for v in jt.neighbours[u]:
+                if v not in seen and a in jt.cliques[v]:
+                    seen.add(v)
+                    stack.append(v)
+        if seen != set(holders):
+            return False
+    return True
+
+
+def _counts(X, clique, sizes):
+    shape = [int(sizes[a]) for a in clique]
+    flat = np.ravel_multi_index(X[:, list(clique)].T, shape)
+    return np.bincount(flat, minlength=math.prod(shape)).reshape(shape).astype(float)
+
+
+# ------------------------------------------------------------------------------------------ contract
+@pytest.mark.parametrize("epsilon", [1.0, None])
+def test_synthesizer_checks(mixed_frame, mixed_schema, epsilon):
+    est = AIMSynthesizer(epsilon=epsilon, delta=1e-6, schema=mixed_schema, random_state=0)
+    check_synthesizer(est, mixed_frame)
+
+
+def test_synthesizer_checks_without_schema(mixed_frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_synthesizer(AIMSynthesizer(epsilon=8.0, delta=1e-3, random_state=0), mixed_frame)
+
+
+def test_parameter_validation():
+    check_param_validation("AIMSynthesizer", AIMSynthesizer())
+
+
+def test_refusals_before_any_spend(mixed_frame, mixed_schema):
+    for params, error in [({"delta": 0.0}, PrivacyBudgetError), ({"workload": [("score", "nope")]}, ValueError),
+                          ({"rounds": 0}, ValueError), ({"decode_share": 1.0}, ValueError)]:
+        est = AIMSynthesizer(schema=mixed_schema, random_state=0, **params)
+        with pytest.raises(error):
+            est.fit(mixed_frame)
+        assert not hasattr(est, "budget_log_") or not any(r.kind == "zcdp" for r in est.budget_log_)
+
+
+# ------------------------------------------------------------------------------------------ privacy
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_budget_is_spent_exactly_and_logged_per_round(epsilon):
+    X = _chain(3000, np.random.default_rng(0))
+    est = AIMSynthesizer(epsilon=epsilon, schema=CHAIN_SCHEMA, random_state=0).fit(X)
+    log = est.budget_log_
+    assert all(r.kind == "zcdp" for r in log)
+    spent = est.privacy_spent_
+    assert spent.epsilon <= epsilon * (1 + 1e-9)
+    assert spent.epsilon > epsilon * (1 - 1e-6)  # the last round spends what is left
+    assert math.isclose(sum(r.rho for r in log), est.rho_, rel_tol=1e-9)
+    selections = [r for r in log if r.mechanism == "exponential (zCDP)"]
+    measures = [r for r in log if r.mechanism == "discrete gaussian"]
+    assert len(selections) == est.n_rounds_ == len(est.selected_)
+    assert len(measures) == 5 + est.n_rounds_  # five 1-way marginals, then one per round
+    for r in measures:
+        assert r.sensitivity == 1.0 and math.isclose(r.noise_scale, 1 / math.sqrt(2 * r.rho), rel_tol=1e-9)
+    # the workload of all pairs weighs a pair 2 (d - 1) and a column d - 1: sensitivity max weight = 8
+    assert {r.sensitivity for r in selections} == {8.0}
+    # annealing: the noise never grows from one round to the next
+    sigmas = [r.noise_scale for r in measures[5:]]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(sigmas, sigmas[1:-1]))
+
+
+def test_released_statistics_are_noisy_integers_and_n_estimate():
+    n = 4000
+    X = _chain(n, np.random.default_rng(1))
+    est = AIMSynthesizer(epsilon=1.0, schema=CHAIN_SCHEMA, random_state=0).fit(X)
+    assert all(c.dtype == np.int64 for _, c, _, _ in est.measurements_)
+    assert isinstance(est.n_estimate_, int) and abs(est.n_estimate_ - n) < 200
+    assert len(est.sample(random_state=0)) == est.n_estimate_
+
+
+def test_secure_fits_differ_reproducible_fits_agree():
+    X = _chain(1500, np.random.default_rng(2))
+    a, b = (AIMSynthesizer(epsilon=1.0, schema=CHAIN_SCHEMA, random_state=0).fit(X) for _ in range(2))
+    assert any(not np.array_equal(u[1], v[1]) for u, v in zip(a.measurements_, b.measurements_))
+    assert a.privacy_spent_.publishable
+    seeded = [AIMSynthesizer(epsilon=1.0, schema=CHAIN_SCHEMA, random_state=3, reproducible_noise=True).fit(X)
+              for _ in range(2)]
+    pd.testing.assert_frame_equal(seeded[0].sample(100, random_state=0), seeded[1].sample(100, random_state=0))
+    assert not seeded[0].privacy_spent_.publishable
+    restored = pickle.loads(pickle.dumps(a))
+    pd.testing.assert_frame_equal(restored.sample(50, random_state=1), a.sample(50, random_state=1))
+
+
+def test_partial_fit_keeps_the_model_and_charges_each_cohort():
+    rng = np.random.default_rng(4)
+    est = AIMSynthesizer(epsilon=1.0, schema=CHAIN_SCHEMA, random_state=0)
+    est.partial_fit(_chain(2000, rng))
+    selected, tree = list(est.selected_), list(est.model_.tree.cliques)
+    est.partial_fit(_chain(2000, rng))
+    assert est.selected_ == selected and est.model_.tree.cliques == tree
+    assert est.n_cohorts_ == 2 and len(est.privacy_spent_.per_cohort) == 2
+    assert all(e <= 1.0 + 1e-9 for e, _ in est.privacy_spent_.per_cohort)
+    assert not any(r.mechanism.startswith("exponential") for r in est.budget_log_ if r.cohort == 1)
+    assert 3600 < est.n_hat_ < 4400  # both cohorts pooled
+
+
+# ------------------------------------------------------------------------------------------ utility
+def test_dependence_is_recovered():
+    X = _chain(6000, np.random.default_rng(5))
+    est = AIMSynthesizer(epsilon=2.0, schema=CHAIN_SCHEMA, random_state=0).fit(X)
+    assert {("a", "b"), ("b", "c"), ("c", "d")} <= set(est.selected_)
+    synth = est.sample(20000, random_state=0)
+    for u, v in [("a", "b"), ("b", "c"), ("c", "d")]:
+        assert abs((X[u] == X[v]).mean() - (synth[u] == synth[v]).mean()) < 0.04
+    assert abs((synth["a"] == synth["e"]).mean() - 0.25) < 0.03
+
+
+def test_non_private_fit_reproduces_the_marginals():
+    X = _chain(3000, np.random.default_rng(6))
+    est = AIMSynthesizer(epsilon=None, schema=CHAIN_SCHEMA, random_state=0).fit(X)
+    assert not est.privacy_spent_.is_private
+    for j, col in enumerate("abcde"):
+        freq = X[col].value_counts().reindex(list(LEVELS)).to_numpy()
+        np.testing.assert_allclose(est.model_.project((j,)), freq, rtol=1e-3)
+    assert {("a", "b"), ("b", "c"), ("c", "d")} <= set(est.selected_)
+
+
+def test_workload_restricts_the_candidates():
+    X = _chain(3000, np.random.default_rng(7))
+    est = AIMSynthesizer(epsilon=2.0, schema=CHAIN_SCHEMA, workload=[("a", "b"), ("d", "e")], random_state=0).fit(X)
+    assert est.workload_ == [("a", "b"), ("d", "e")]
+    assert set(est.selected_) <= {("a",), ("b",), ("d",), ("e",), ("a", "b"), ("d", "e")}
+
+
+def test_binned_columns_keep_point_masses_and_integer_values():
+    rng = np.random.default_rng(8)
+    n = 4000
+    gain = np.where(rng.random(n) < 0.8, 0.0, rng.uniform(1, 5000, n)).round()
+    X = pd.DataFrame({"gain": gain, "age": rng.integers(18, 90, n), "y": np.where(gain > 0, "hi", "lo")})
+    schema = TableSchema.from_dict({"gain": {"kind": "integer", "lower": 0, "upper": 99999, "nullable": False},
+                                    "age": {"kind": "integer", "lower": 17, "upper": 100, "nullable": False},
+                                    "y": {"kind": "categorical", "categories": ["hi", "lo"], "nullable": False}})
+    for cls in (AIMSynthesizer, MSTSynthesizer):
+        est = cls(epsilon=1.0, schema=schema, random_state=0).fit(X)
+        out = est.sample(n, random_state=0)
+        assert abs((out["gain"] == 0).mean() - 0.8) < 0.05, cls
+        assert out["age"].between(17, 100).all() and (out["age"] % 1 == 0).all()
+        ages = out["age"].value_counts(normalize=True)
+        assert ages.index.nunique() > 40  # values, not 32 bin midpoints
+        assert any("fine 1-way" in r.target for r in est.budget_log_)
+        assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+    off = AIMSynthesizer(epsilon=1.0, schema=schema, decode_share=0.0, random_state=0).fit(X)
+    assert not any("fine 1-way" in r.target for r in off.budget_log_)
+
+
+# ------------------------------------------------------------------------------------------ engine
+def test_junction_tree_covers_cliques_and_keeps_running_intersection():
+    rng = np.random.default_rng(9)
+    sizes = rng.integers(2, 6, size=9)
+    for _ in range(20):
+        cliques = [tuple(sorted(rng.choice(9, size=2, replace=False))) for _ in range(rng.integers(1, 12))]
+        jt = build_junction_tree(sizes, cliques)
+        assert _running_intersection(jt)
+        assert all(jt.home(cl) >= 0 for cl in cliques)
+        pairs = list(itertools.combinations(range(9), 2))
+        bound = grow_cells(jt, pairs)
+        for cl, b in zip(pairs, bound):
+            grown = grow(jt, cl)
+            assert _running_intersection(grown) and grown.home(cl) >= 0
+            assert all(grown.home(c) >= 0 for c in jt.cliques)
+            assert grown.cells() <= b
+
+
+def _joint(model: MarkovModel) -> np.ndarray:
+    """Brute-force joint counts of a small model (product of clique marginals over separators)."""
+    tree = model.tree
+    sizes = tree.size_tuple
+    log = np.zeros(sizes)
+    for i, cl in enumerate(tree.cliques):
+        shape = [sizes[a] if a in cl else 1 for a in range(len(sizes))]
+        log = log + np.log(np.maximum(model.marginals[i], 1e-300)).reshape(shape)
+        sep = tree.separators[i]
+        if tree.parent[i] >= 0 and sep:
+            s = model.marginals[i].sum(axis=tuple(k for k, a in enumerate(cl) if a not in sep))
+            log = log - np.log(np.maximum(s, 1e-300)).reshape([sizes[a] if a in sep else 1 for a in range(len(sizes))])
+        elif tree.parent[i] >= 0:
+            log = log - math.log(model.total)
+    return np.exp(log)
+
+
+def test_estimation_fits_consistent_measurements_and_pairs_are_exact():
+    rng = np.random.default_rng(10)
+    n, sizes = 20000, np.array([3, 4, 2, 3, 5, 2])
+    X = np.zeros((n, 6), int)
+    X[:, 0] = rng.integers(3, size=n)
+    for j in range(1, 6):
+        X[:, j] = np.where(rng.random(n) < 0.6, X[:, j - 1] % sizes[j], rng.integers(sizes[j], size=n))
+    cliques = [(j,) for j in range(6)] + [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (0, 5)]
+    jt = build_junction_tree(sizes, cliques)
+    model = estimate(jt, combine([Measurement(cl, _counts(X, cl, sizes), 0.0) for cl in cliques]), n, iters=400)
+    for cl in cliques:
+        np.testing.assert_allclose(model.project(cl), _counts(X, cl, sizes), atol=0.02 * n / _counts(X, cl, sizes).size)
+    joint = _joint(model)
+    assert math.isclose(joint.sum(), n, rel_tol=1e-6)
+    pairs = list(itertools.combinations(range(6), 2))
+    exact = model.pair_marginals(pairs)
+    for a, b in pairs:
+        brute = joint.sum(axis=tuple(k for k in range(6) if k not in (a, b)))
+        np.testing.assert_allclose(exact[(a, b)], brute, rtol=1e-6, atol=1e-6)
+    draws = model.sample(200000, rng)
+    emp = _counts(draws, (0, 3), sizes) * n / len(draws)
+    assert np.abs(emp - exact[(0, 3)]).sum() / n < 0.02
+
+
+def test_noisy_measurements_are_combined_by_inverse_variance():
+    y1, y2 = np.array([10.0, 30.0]), np.array([20.0, 10.0])
+    (m,) = combine([Measurement((0,), y1, 1.0), Measurement((0,), y2, 3.0)])
+    np.testing.assert_allclose(m.counts, 0.75 * y1 + 0.25 * y2)
+    assert math.isclose(m.variance, 0.75)
+
+
+def test_workload_candidates_and_scores():
+    workload = resolve_workload(None, ["a", "b", "c"])
+    assert workload == [(0, 1), (0, 2), (1, 2)]
+    cands = candidates_from_workload(workload)
+    assert cands[(0,)] == 2 and cands[(0, 1)] == 4
+    answers = {(0,): np.array([10.0, 0.0]), (0, 1): np.zeros((2, 2))}
+    est = {(0,): np.array([5.0, 5.0]), (0, 1): np.zeros((2, 2))}
+    keys, scores, sens = selection_scores({(0,): 2.0, (0, 1): 4.0}, answers, est, sigma=1.0)
+    assert sens == 4.0
+    np.testing.assert_allclose(scores, [2 * (10 - math.sqrt(2 / math.pi) * 2), -4 * math.sqrt(2 / math.pi) * 4])
+
+
+@pytest.mark.realdata
+def test_dropout_fit_uses_the_target(data_dir):
+    """UCI dropout at eps 1: the budget spent, the target measured with a predictor (timings: the benchmark)."""
+    from skdpsynth.datasets import load_uci_dropout
+
+    b = load_uci_dropout(path=data_dir / "uci_dropout", download=False)
+    est = AIMSynthesizer(epsilon=1.0, schema=b.schema, random_state=0).fit(b.frame)
+    assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+    assert any(b.target in cl and len(cl) == 2 for cl in est.selected_)
