@@ -1,15 +1,20 @@
-"""PEARL release-audit grid (the paper's RQ2): dataset x method x epsilon x seed, every release audited.
+"""PEARL release-audit grid in the paper's shape: dataset x method x epsilon x seed, every release audited.
 
-    python benchmarks/pearl_grid.py             # 2 datasets x 4 methods x 3 budgets x 4 seeds = 96 settings
-    python benchmarks/pearl_grid.py --seeds 1   # 24 settings
-    python benchmarks/pearl_grid.py --quick     # smoke run (HESP, 2 methods, 1 budget, 1 seed)
+    python benchmarks/pearl_grid.py --full --seeds 1 --n-jobs 2   # every dataset, method and epsilon, seed 0
+    python benchmarks/pearl_grid.py --full --seeds 4 --n-jobs 2   # four seeds
+    python benchmarks/pearl_grid.py --quick                      # CI smoke run (tiny data, every task kind)
+    python benchmarks/pearl_grid.py --full --report-only         # rebuild the report from the progress file
 
-Each setting fits a synthesizer on the training split, audits the release with
-``skdpsynth.audit.ReleaseAuditor(pearl_checks("classification", target=...,
-protected=...))`` and appends the audit to that setting's hash-chained ledger
-(``results/pearl_grid_ledgers/``; ``pearl_grid_quick_ledgers/`` in quick mode). The summary counts approved releases and
-failures by check, as in PEARL's RQ2 (96 settings, 12 approved; 45 privacy,
-34 utility, 12 task failures, overlapping).
+Datasets (``_pearl_data``): UCI 697, UCI 856, OULAD tables (epsilon 0.5, 1, 2,
+5, 10), OULAD clickstreams and BKT-simulated knowledge tracing (epsilon 1, 5,
+10). Methods (``_pearl_methods``): every registered DP synthesizer of the data
+kind (DP-Histogram only where its joint table fits). Each setting fits the
+synthesizer on the training people, audits the release (sampled at the DP size
+estimate ``n_estimate_``) with ``ReleaseAuditor(pearl_checks(task, ...))`` and
+appends the audit to that setting's hash-chained ledger. Settings run through
+``_grid_runner.run_grid`` (joblib); each finished setting is appended to a
+progress file at once, so an interrupted run keeps what it finished and
+``--resume`` runs only the rest.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import shutil
 import sys
 import time
 import warnings
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,159 +32,175 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, SHARED_DATA, machine, markdown_table, measure, write_results  # noqa: E402
-from _grid_runner import make_grid, run_grid  # noqa: E402
+from _common import RESULTS, SHARED_DATA, measure, write_results  # noqa: E402
+from _grid_runner import run_grid  # noqa: E402
+from _pearl_data import SCENARIOS, load_scenario  # noqa: E402
+from _pearl_methods import display_name, grid_methods, histogram_fit, make_synthesizer  # noqa: E402
 
-DATASETS = ("uci_dropout", "oulad")
-METHODS = ("DPMarginals", "MST", "NPGC", "PATEGAN")
-EPSILONS = (1.0, 5.0, 10.0)
-AUDIT_ROWS = 3000  # members / non-members handed to the auditor (the synthesizer sees the whole training split)
+QUICK_GRID = [("uci_hesp", "marginals", 5.0), ("oulad_clicks", "markov", 10.0), ("kt_bkt", "histseq", 10.0)]
+QUICK_TASK_EPOCHS = 2  # GRU / DKT / SAKT epochs in quick mode (the full grid keeps pearl_checks' defaults)
 
 
-def _protected(name: str) -> list[str]:
-    """Protected attributes for the fairness check."""
-    import skdpsynth.datasets as D
+def setting_key(s: dict) -> tuple:
+    return s["dataset"], s["method"], float(s["epsilon"]), int(s["seed"])
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if name == "uci_dropout":
-            b = D.load_uci_dropout(path=SHARED_DATA / name, download=False)
-        elif name == "uci_hesp":
-            b = D.load_uci_hesp(path=SHARED_DATA / name, download=False)
-        elif name == "oulad":
-            return ["gender", "disability"]
-        else:
-            return []
-    prot = getattr(b, "protected", None) or []
-    return [p for p in ([prot] if isinstance(prot, str) else list(prot))][:2]
+
+def make_settings(quick: bool, seeds: int, datasets: list[str] | None = None, ledger_dir: str = "") -> tuple:
+    """(settings, skipped): every (dataset, method, epsilon, seed), cheapest-first within a seed."""
+    fixed = {"quick": quick, "ledger_dir": ledger_dir, "shared": str(SHARED_DATA)}
+    if quick:
+        return [{"dataset": d, "method": m, "epsilon": e, "seed": 0, **fixed} for d, m, e in QUICK_GRID], []
+    settings, skipped = [], []
+    for seed in range(seeds):
+        for name in datasets or list(SCENARIOS):
+            sc = load_scenario(name, str(SHARED_DATA), False)
+            for method in grid_methods(sc.kind):
+                if method == "histogram":
+                    fits, cells = histogram_fit(sc.schema)
+                    if not fits:
+                        if seed == 0:
+                            skipped.append({"dataset": name, "method": display_name(method),
+                                            "why": f"joint table of {cells:.2g} cells > max_cells 1e7"})
+                        continue
+                settings += [{"dataset": name, "method": method, "epsilon": e, "seed": seed, **fixed}
+                             for e in sc.epsilons]
+    from _pearl_methods import ORDER
+
+    rank = {m: i for i, m in enumerate(ORDER)}
+    settings.sort(key=lambda s: (s["seed"], rank.get(s["method"], len(ORDER))))  # stable: datasets keep their order
+    return settings, skipped
+
+
+def _strict_privacy(res: dict) -> dict:
+    """PEARL's literal rule: AUC > 0.55, or any synthetic record copying a training record, fails."""
+    d = res.get("details") or {}
+    auc = d.get("membership_auc")
+    copies = d.get("synthetic_copy_rate_train")
+    if auc is None or copies is None:
+        return {"passed": False, "reason": "privacy check did not run"}
+    fails = []
+    if auc > 0.55:
+        fails.append(f"membership AUC {auc:.3f} > 0.55")
+    if copies > 0 or (d.get("member_exact_rate") or 0) > 0:
+        fails.append(f"{copies:.2%} of synthetic records copy a training record")
+    return {"passed": not fails, "reason": "; ".join(fails) or "no exact copy, AUC <= 0.55"}
+
+
+def _quick_task_models(checks: list) -> None:
+    for _, check in checks:
+        if type(check).__name__ == "KnowledgeTracingCheck":
+            check.set_params(max_epochs=QUICK_TASK_EPOCHS)
+        elif type(check).__name__ == "SequenceTaskCheck":
+            from skdpsynth.models import GRUSequenceClassifier
+
+            check.set_params(model=GRUSequenceClassifier(max_epochs=QUICK_TASK_EPOCHS))
+
+
+def _result_row(name: str, r) -> dict:
+    keep = ("membership_auc", "member_exact_rate", "nonmember_exact_rate", "synthetic_copy_rate_train",
+            "tstr_f1", "trtr_f1", "ratio", "missing_classes", "gru_f1_synthetic", "gru_f1_real", "retention",
+            "models", "epsilon", "delta", "is_private", "publishable", "error")
+    details = {k: v for k, v in (r.details or {}).items() if k in keep}
+    if name == "fairness" and r.details:
+        for side in ("synthetic_trained", "real_trained"):
+            g = r.details.get(side) or {}
+            details[f"{side}_worst_gap"] = g.get("worst_gap")
+            details[f"{side}_min_recall"] = g.get("min_recall")
+            details[f"{side}_worst_attribute"] = g.get("worst_attribute")
+    from skdpsynth.audit._base import jsonable
+
+    return jsonable({"applicable": bool(r.applicable), "passed": bool(r.passed), "score": r.score,
+                     "reason": r.reason, "could_not_run": "could not run" in (r.reason or ""), "details": details})
 
 
 def audit_setting(setting: dict) -> dict:
-    """Fit, audit, ledger one setting (module-level task for the grid runner)."""
+    """Fit, audit and ledger one setting (module-level task for the grid runner)."""
     import torch
-    from tabular import load, make_synthesizer
 
     from skdpsynth.audit import Ledger, ReleaseAuditor, pearl_checks
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    train, hold, schema, target = load(setting["dataset"])
+    sc = load_scenario(setting["dataset"], setting["shared"], setting["quick"])
     seed = setting["seed"]
-    est = make_synthesizer(setting["method"], setting["epsilon"], schema, seed, setting["quick"], len(train))
-    if setting["method"] == "PATEGAN" and not setting["quick"]:
-        est.set_params(n_iter=200)  # the same on every dataset in this grid
-    _, fit_s, _ = measure(lambda: est.fit(train))
-    members = train if len(train) <= AUDIT_ROWS else train.sample(AUDIT_ROWS, random_state=seed)
-    holdout = hold if len(hold) <= AUDIT_ROWS else hold.sample(AUDIT_ROWS, random_state=seed + 1)
+    est = make_synthesizer(setting["method"], setting["epsilon"], sc, seed, setting["quick"])
+    _, fit_s, fit_mib = measure(lambda: est.fit(sc.train))
     eps = "none" if setting["epsilon"] is None else f"{setting['epsilon']:g}"
     ledger = Ledger(Path(setting["ledger_dir"]) / f"{setting['dataset']}_{setting['method']}_eps{eps}_seed{seed}.jsonl")
-    checks = pearl_checks("classification", target=target, protected=_protected(setting["dataset"]) or None,
-                          schema=schema, random_state=seed)
-    auditor = ReleaseAuditor(checks, ledger=ledger, schema=schema, n_samples=len(members), random_state=seed)
-    report, audit_s, _ = measure(lambda: auditor.audit(est, X_train=members.reset_index(drop=True),
-                                                       X_holdout=holdout.reset_index(drop=True)))
-    results = {}
-    for name, r in report.results.items():
-        results[name] = {"applicable": bool(r.applicable), "passed": bool(r.passed),
-                         "score": None if r.score is None else float(r.score), "reason": r.reason}
-    return {"approved": bool(report.approved), "failed_checks": [n for n, r in results.items()
-                                                                  if r["applicable"] and not r["passed"]],
-            "checks": results, "reasons": list(report.reasons), "fit_s": fit_s, "audit_s": audit_s,
-            "epsilon_spent": float(est.privacy_spent_.epsilon), "ledger": ledger.path.name
-            if hasattr(ledger, "path") else str(ledger), "ledger_ok": bool(ledger.verify())}
+    checks = pearl_checks(sc.task, random_state=seed, **sc.checks_kwargs())
+    if setting["quick"]:
+        _quick_task_models(checks)
+    auditor = ReleaseAuditor(checks, ledger=ledger, schema=sc.schema, random_state=seed)
+    report, audit_s, _ = measure(lambda: auditor.audit(est, X_train=sc.train, X_holdout=sc.holdout,
+                                                       allow_shared_rows=sc.allow_shared_rows))
+    results = {name: _result_row(name, r) for name, r in report.results.items()}
+    strict = _strict_privacy(results.get("privacy", {}))
+    failed = [n for n, r in results.items() if r["applicable"] and not r["passed"]]
+    return {"display": display_name(setting["method"]), "task": sc.task, "approved": bool(report.approved),
+            "approved_strict": bool(report.approved and strict["passed"]), "strict_privacy": strict,
+            "failed_checks": failed, "could_not_run": [n for n, r in results.items() if r["could_not_run"]],
+            "checks": results, "fit_s": fit_s, "fit_peak_mib": fit_mib, "audit_s": audit_s,
+            "n_estimate": int(est.n_estimate_), "epsilon_spent": _num(est.privacy_spent_.epsilon),
+            "delta_spent": _num(est.privacy_spent_.delta), "ledger": ledger.path.name,
+            "ledger_ok": bool(ledger.verify())}
 
 
-def summarise(rows: list[dict]) -> dict:
-    ok = [r for r in rows if r["status"] == "ok"]
-    fails = Counter(c for r in ok for c in r["failed_checks"])
-    return {"settings": len(rows), "audited": len(ok), "approved": sum(r["approved"] for r in ok),
-            "failures_by_check": dict(fails), "errors": len(rows) - len(ok)}
+def _num(v) -> float | None:
+    return None if v is None else float(v)
+
+
+def _read_progress(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seeds", type=int, default=4)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--quick", action="store_true", help="CI smoke run: one tiny setting per task kind")
+    mode.add_argument("--full", action="store_true", help="the paper's grid")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0 .. SEEDS-1 (full grid)")
+    parser.add_argument("--datasets", nargs="*", default=None, choices=sorted(SCENARIOS))
     parser.add_argument("--n-jobs", type=int, default=1)
-    parser.add_argument("--append", action="store_true",
-                        help="keep the rows and ledgers of results/pearl_grid.json and run only the missing settings")
+    parser.add_argument("--resume", action="store_true", help="keep finished settings of the progress file")
+    parser.add_argument("--report-only", action="store_true", help="rebuild the report from the progress file")
     args = parser.parse_args(argv)
+    from _pearl_report import markdown, summarise
+
     name = "pearl_grid_quick" if args.quick else "pearl_grid"
-    ledgers = RESULTS / f"{name}_ledgers"
-    if args.quick:
-        settings = make_grid(["uci_hesp"], ["DPMarginals", "MST"], [5.0], [0], quick=True, ledger_dir=str(ledgers))
-    else:
-        settings = make_grid(DATASETS, METHODS, EPSILONS, range(args.seeds), quick=False, ledger_dir=str(ledgers))
-    previous: list[dict] = []
-    if args.append and (RESULTS / f"{name}.json").exists():
-        previous = [r for r in json.loads((RESULTS / f"{name}.json").read_text())["rows"] if r["status"] == "ok"]
-        have = {(r["dataset"], r["method"], r["epsilon"], r["seed"]) for r in previous}
-        settings = [s for s in settings if (s["dataset"], s["method"], s["epsilon"], s["seed"]) not in have]
-    elif ledgers.exists():
-        shutil.rmtree(ledgers)
-    ledgers.mkdir(parents=True, exist_ok=True)
-    import pearl_grid  # pickled by reference to an importable module
-
+    ledgers, progress = RESULTS / f"{name}_ledgers", RESULTS / f"{name}_progress.jsonl"
+    settings, skipped = make_settings(args.quick, args.seeds, args.datasets, str(ledgers))
+    done = _read_progress(progress) if (args.resume or args.report_only) else []
+    done = [r for r in done if r["status"] == "ok"]
+    wanted = {setting_key(s) for s in settings}
+    done = [r for r in done if setting_key(r) in wanted]
     start = time.perf_counter()
-    rows = previous + run_grid(settings, pearl_grid.audit_setting, n_jobs=args.n_jobs)
-    total_s = time.perf_counter() - start
-    summary = summarise(rows)
-    md = _markdown(rows, summary, args, total_s)
-    write_results(name, {"summary": summary, "rows": rows, "total_s": total_s, "quick": args.quick}, md)
+    if not args.report_only:
+        have = {setting_key(r) for r in done}
+        todo = [s for s in settings if setting_key(s) not in have]
+        if not args.resume:
+            shutil.rmtree(ledgers, ignore_errors=True)
+            progress.unlink(missing_ok=True)
+        ledgers.mkdir(parents=True, exist_ok=True)
+        import pearl_grid  # pickled by reference to an importable module
+
+        def record(row: dict) -> None:
+            with progress.open("a") as fh:
+                fh.write(json.dumps(row, default=str) + "\n")
+            print(f"[{time.strftime('%H:%M:%S')}] {row['dataset']} {row['method']} eps={row['epsilon']:g} "
+                  f"seed={row['seed']}: {row['status']} approved={row.get('approved')} "
+                  f"failed={row.get('failed_checks')} ({row['wall_s']:.0f} s)", flush=True)
+
+        done += run_grid(todo, pearl_grid.audit_setting, n_jobs=args.n_jobs, on_result=record)
+    position = {setting_key(s): i for i, s in enumerate(settings)}
+    rows = sorted(done, key=lambda r: position[setting_key(r)])
+    summary = summarise(rows, planned=len(settings), plan=settings)
+    wall_s = time.perf_counter() - start
+    md = markdown(rows, summary, skipped=skipped, quick=args.quick, seeds=args.seeds, wall_s=wall_s)
+    write_results(name, {"summary": summary, "skipped": skipped, "rows": rows, "quick": args.quick,
+                         "seeds": args.seeds}, md)
     print(md)
-
-
-def _markdown(rows, summary, args, total_s) -> str:
-    import pandas as pd
-
-    ok = [r for r in rows if r["status"] == "ok"]
-    table = []
-    if ok:
-        df = pd.DataFrame([{"dataset": r["dataset"], "method": r["method"], "epsilon": r["epsilon"],
-                            "approved": r["approved"], **{f"fail_{c}": c in r["failed_checks"]
-                                                          for c in ("validity", "privacy", "utility", "fairness")}}
-                           for r in ok])
-        agg = df.groupby(["dataset", "method", "epsilon"]).agg(
-            settings=("approved", "size"), approved=("approved", "sum"),
-            privacy=("fail_privacy", "sum"), utility=("fail_utility", "sum"), fairness=("fail_fairness", "sum"),
-            validity=("fail_validity", "sum")).reset_index()
-        table = agg.to_dict("records")
-    fails = summary["failures_by_check"]
-    lines = [
-        "# PEARL audit grid" + (" (quick smoke run)" if args.quick else ""),
-        "",
-        f"Machine: {machine()}; wall time of the last invocation {total_s / 60:.1f} min.",
-        "",
-        f"**{summary['approved']} of {summary['audited']} releases approved**; failures by check (overlapping): "
-        + ", ".join(f"{k} {v}" for k, v in sorted(fails.items())) + (f"; {summary['errors']} settings errored"
-                                                                        if summary["errors"] else "") + ".",
-        "",
-        "PEARL paper (RQ2): 96 settings, 12 approved; 45 privacy, 34 utility, 12 task failures. The paper's "
-        "task failures come from sequence / knowledge-tracing releases; this grid audits tabular releases "
-        "(validity, privacy, utility, fairness), so the fairness check takes the task check's place.",
-        "",
-        "Grid: " + ("HESP, DP-Marginals and MST, epsilon 5, one seed." if args.quick else
-                    f"datasets {list(DATASETS)} x methods {list(METHODS)} x epsilon {list(EPSILONS)} x "
-                    f"seeds 0-{args.seeds - 1} = {summary['settings']} settings.")
-        + f" The synthesizer is fitted on the whole training split; the auditor gets at most {AUDIT_ROWS} "
-        "training rows (members) and as many holdout rows (non-members), and a synthetic sample of that size. "
-        "PATE-GAN runs at 200 iterations (reduced). Thresholds: the `pearl_checks` defaults "
-        "(membership AUC <= 0.55, no exact copies beyond the non-member rate, TSTR/TRTR >= 0.8, every outcome "
-        "class with >= 1 % real mass present, macro-F1 above the majority floor, fairness gap rules).",
-        "",
-        "Every audit is appended to a hash-chained ledger per setting in `results/pearl_grid[_quick]_ledgers/` "
-        f"(all verified: {all(r.get('ledger_ok') for r in ok)}).",
-        "",
-        "## Per cell (dataset x method x epsilon)",
-        "",
-        markdown_table(table) if table else "(none)",
-        "",
-    ]
-    errors = [r for r in rows if r["status"] != "ok"]
-    if errors:
-        lines += ["## Errors", "", markdown_table([{k: r[k] for k in ("dataset", "method", "epsilon", "seed", "error")}
-                                                   for r in errors]), ""]
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

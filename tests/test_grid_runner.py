@@ -42,3 +42,47 @@ def test_default_and_dask_backends_agree():
 def test_failed_setting_is_reported_not_raised():
     rows = run_grid([{"dataset": "toy", "method": "NoSuchSynthesizer", "epsilon": 1.0, "seed": 0}], toy_task)
     assert rows[0]["status"] == "error" and "NoSuchSynthesizer" in rows[0]["error"]
+
+
+def test_on_result_streams_every_row_and_keeps_the_order():
+    grid = make_grid(["toy"], ["DPMarginalsSynthesizer", "NoSuchSynthesizer"], [1.0], [0, 1])
+    seen = []
+    with joblib.parallel_backend("threading"):  # concurrent, completion order may differ; no process start-up
+        rows = run_grid(grid, toy_task, n_jobs=2, on_result=seen.append)
+    assert [r["method"] for r in rows] == [s["method"] for s in grid]
+    assert [r["seed"] for r in rows] == [s["seed"] for s in grid]
+    assert sorted(map(str, seen), key=str) == sorted(map(str, rows), key=str)
+
+
+def _pearl_setting(tmp_path, dataset, method, epsilon):
+    import pearl_grid
+
+    return pearl_grid.audit_setting({"dataset": dataset, "method": method, "epsilon": epsilon, "seed": 0,
+                                     "quick": True, "ledger_dir": str(tmp_path), "shared": str(pearl_grid.SHARED_DATA)})
+
+
+@pytest.mark.slow  # about 5 s on an idle machine (DKT and SAKT, 2 epochs each), minutes on a loaded one
+def test_pearl_grid_setting_runs_every_check_and_reports_both_privacy_rules(tmp_path):
+    pytest.importorskip("torch")
+    out = _pearl_setting(tmp_path, "kt_bkt", "histseq", 10.0)
+    assert list(out["checks"]) == ["privacy_guarantee", "validity", "privacy", "knowledge_tracing"]
+    assert out["checks"]["privacy_guarantee"]["passed"]
+    assert out["could_not_run"] == []
+    assert set(out["strict_privacy"]) == {"passed", "reason"}
+    assert out["approved_strict"] <= out["approved"]
+    assert out["ledger_ok"]
+
+
+@pytest.mark.realdata
+def test_pearl_grid_rejects_a_non_private_release_for_its_guarantee(tmp_path):
+    from _pearl_data import load_scenario
+    from pearl_grid import SHARED_DATA
+
+    if not (SHARED_DATA / "uci_hesp").exists():
+        pytest.skip("shared data not available")
+    load_scenario("uci_hesp", str(SHARED_DATA), True)
+    out = _pearl_setting(tmp_path, "uci_hesp", "marginals", None)
+    guarantee = out["checks"]["privacy_guarantee"]
+    assert not guarantee["passed"] and "not differentially private" in guarantee["reason"]
+    assert not out["approved"] and "privacy_guarantee" in out["failed_checks"]
+    assert out["could_not_run"] == []
