@@ -145,75 +145,75 @@ class MarkovModel:
             return None
         return self.marginals[h].sum(axis=_axes_not_in(self.tree.cliques[h], clique))
 
-    def _transfer(self, i: int, src: Clique, dst: Clique) -> np.ndarray:
-        """Joint counts of clique ``i`` as a (cells of ``src``) x (cells of ``dst``) matrix (0 where they disagree)."""
+    def _visit(self, i: int, a: int, sep_in: Clique | None, phi: np.ndarray | None, targets: list[int],
+               outs: list[Clique]) -> tuple[dict[int, np.ndarray], list[np.ndarray]]:
+        """In clique ``i``: ``P(a, b)`` for ``b`` in ``targets`` and ``P(a, S)`` for each separator in ``outs``.
+
+        ``phi = P(a, sep_in)`` (shape ``(k_a, *sep_in)``), or None in ``a``'s home clique. Away from home
+        the joint ``P(a, clique) = phi * mu / mu(sep_in)`` is formed for a few values of ``a`` at a time
+        (at most about 2 million cells), so memory stays bounded by the model size.
+        """
         sizes = self.tree.size_tuple
-        cl = self.tree.cliques[i]
-        union = tuple(sorted(set(src) | set(dst)))
-        joint = self.marginals[i].sum(axis=_axes_not_in(cl, union))
-        rest = tuple(a for a in dst if a not in src)
-        perm = [union.index(a) for a in src] + [union.index(a) for a in rest]
-        table = np.transpose(joint, perm).reshape(math.prod(sizes[a] for a in src), -1)
-        grid_dst = np.indices([sizes[a] for a in dst]).reshape(len(dst), -1) if dst else np.zeros((0, 1), int)
-        col = np.ravel_multi_index(grid_dst[[dst.index(a) for a in rest]], [sizes[a] for a in rest]) if rest else \
-            np.zeros(grid_dst.shape[1], dtype=np.int64)
-        out = table[:, col]
-        shared = [a for a in dst if a in src]
-        if shared:
-            grid_src = np.indices([sizes[a] for a in src]).reshape(len(src), -1)
-            agree = np.ones((grid_src.shape[1], grid_dst.shape[1]), bool)
-            for a in shared:
-                agree &= grid_src[src.index(a)][:, None] == grid_dst[dst.index(a)][None, :]
-            out = out * agree
-        return out
+        cl, mu = self.tree.cliques[i], self.marginals[i]
+        k_a = sizes[a]
+        if phi is None:
+            pairs = {b: np.moveaxis(mu.sum(axis=_axes_not_in(cl, tuple(sorted((a, b))))), int(b < a), 0)
+                     for b in targets}
+            seps = []
+            for sep in outs:
+                if a in sep:
+                    m = mu.sum(axis=_axes_not_in(cl, sep))
+                    onehot = np.eye(k_a).reshape((k_a,) + tuple(k_a if x == a else 1 for x in sep))
+                    seps.append(onehot * m[None])
+                else:
+                    u = tuple(sorted(set(sep) | {a}))
+                    seps.append(np.moveaxis(mu.sum(axis=_axes_not_in(cl, u)), u.index(a), 0))
+            return pairs, seps
+        below = mu.sum(axis=_axes_not_in(cl, sep_in)).reshape(_expand_shape(cl, sep_in, sizes))
+        cond = np.where(below > 0, mu / np.where(below > 0, below, 1.0), 0.0)
+        step = max(1, int(2_000_000 // max(mu.size, 1)))
+        pairs = {b: np.zeros((k_a, sizes[b])) for b in targets}
+        seps = [np.zeros((k_a,) + tuple(sizes[x] for x in sep)) for sep in outs]
+        for lo in range(0, k_a, step):
+            chunk = phi[lo:lo + step]
+            joint = chunk.reshape((len(chunk),) + _expand_shape(cl, sep_in, sizes)) * cond[None]
+            for b in targets:
+                pairs[b][lo:lo + step] = joint.sum(axis=tuple(1 + k for k in _axes_not_in(cl, (b,))))
+            for sep, out in zip(outs, seps):
+                out[lo:lo + step] = joint.sum(axis=tuple(1 + k for k in _axes_not_in(cl, sep)))
+        return pairs, seps
 
     def pair_marginals(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
         """Exact model counts of attribute pairs, also across tree cliques.
 
         From the home clique of ``a``, ``P(a, S)`` is carried along the tree
-        (``P(a, S_out) = P(a, S_in) P(S_out | S_in)``, the conditional read
-        from the calibrated clique between the two separators) and closed
-        with ``P(b | S_in)`` in every clique holding ``b``.
+        (``P(a, S_out) = sum P(a, S_in) mu_C / mu_C(S_in)`` over the clique's
+        other attributes) and closed in every clique holding a wanted ``b``.
         """
         tree = self.tree
         wanted: dict[int, set[int]] = {}
         for a, b in pairs:
             wanted.setdefault(a, set()).add(b)
         out: dict[tuple[int, int], np.ndarray] = {}
-        cache: dict = {}
-
-        def conditional(i: int, src: Clique, dst: Clique) -> np.ndarray:
-            key = (i, src, dst)
-            if key not in cache:
-                joint = self._transfer(i, src, dst)
-                rows = joint.sum(axis=1, keepdims=True)
-                cache[key] = np.where(rows > 0, joint / np.where(rows > 0, rows, 1.0), 0.0)
-            return cache[key]
-
         for a, targets in wanted.items():
-            home = self.tree.home((a,))
+            home = tree.home((a,))
             todo = set(targets)
-            phi = {home: (None, None)}  # clique -> (incoming separator, P(a, separator))
+            state = {home: (None, None)}  # clique -> (incoming separator, P(a, separator))
             queue = [home]
             while queue and todo:
                 i = queue.pop()
-                sep_in, p_in = phi[i]
-                for b in [b for b in tree.cliques[i] if b in todo]:
-                    key = (a, b)
-                    if p_in is None:
-                        out[key] = self._transfer(i, (a,), (b,))
-                    else:
-                        out[key] = p_in @ conditional(i, sep_in, (b,))
+                sep_in, phi = state[i]
+                here = [b for b in tree.cliques[i] if b in todo]
+                nxt = [j for j in tree.neighbours[i] if j not in state]
+                outs = [tuple(sorted(set(tree.cliques[i]) & set(tree.cliques[j]))) for j in nxt]
+                found, seps = self._visit(i, a, sep_in, phi, here, outs)
+                for b, table in found.items():
+                    out[(a, b)] = table
                     todo.discard(b)
-                for j in tree.neighbours[i]:
-                    if j in phi:
-                        continue
-                    sep = tuple(sorted(set(tree.cliques[i]) & set(tree.cliques[j])))
-                    p_out = self._transfer(i, (a,), sep) if p_in is None else p_in @ conditional(i, sep_in, sep)
-                    phi[j] = (sep, p_out)
+                for j, sep, table in zip(nxt, outs, seps):
+                    state[j] = (sep, table)
                     queue.append(j)
-        sizes = tree.size_tuple
-        return {k: v.reshape(sizes[k[0]], sizes[k[1]]) for k, v in out.items()}
+        return out
 
     # -- sampling --------------------------------------------------------------------
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
