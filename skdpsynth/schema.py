@@ -9,6 +9,7 @@ budget; :func:`infer_schema` reads it straight from the data and warns that doin
 is not private.
 """
 
+# Over 400 lines: the two schema types and their JSON form stay together (column checks: _schema_columns).
 from __future__ import annotations
 
 import json
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from skdpsynth._schema_columns import normalise_column
 from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
 
 __all__ = ["ColumnSpec", "TableSchema", "infer_schema", "resolve_schema", "KINDS"]
@@ -32,9 +34,18 @@ _NUMERIC = ("continuous", "integer", "datetime")
 
 def _to_timestamp(value: Any, name: str) -> pd.Timestamp:
     try:
-        return pd.Timestamp(value)
+        out = pd.Timestamp(value)
     except (ValueError, TypeError) as exc:
         raise SchemaError(f"column {name!r}: bound {value!r} is not a date/time.") from exc
+    if out is pd.NaT:
+        raise SchemaError(f"column {name!r}: bound {value!r} is not a date/time.")
+    return out
+
+
+def _to_number(value: Any, name: str, key: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SchemaError(f"column {name!r}: {key!r} must be a number, got {value!r}.")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,11 @@ class ColumnSpec:
     nullable : bool, default=True
         Whether the column may be missing. Missingness is then one more cell of
         the column's histogram, so its frequency is noised like any other value.
+    fill : optional
+        For a column that is not nullable: the value written in place of a
+        missing value (instead of an error). The DP domain estimate sets it to
+        the column's noisy median or mode, for the few missing values the noise
+        cannot tell from none. Must lie in the column's domain.
     """
 
     name: str
@@ -64,20 +80,25 @@ class ColumnSpec:
     upper: Any = None
     categories: tuple | None = None
     nullable: bool = True
+    fill: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise SchemaError(f"column names must be non-empty strings, got {self.name!r}.")
         if self.kind not in KINDS:
             raise SchemaError(f"column {self.name!r}: kind {self.kind!r} is not one of {KINDS}.")
+        if not isinstance(self.nullable, (bool, np.bool_)):
+            raise SchemaError(f"column {self.name!r}: 'nullable' must be true or false, got {self.nullable!r}.")
         if self.kind == "boolean":
             object.__setattr__(self, "categories", (False, True))
         if self.kind == "categorical":
-            if not self.categories:
-                raise SchemaError(f"column {self.name!r}: a categorical column needs a non-empty 'categories' list.")
+            if not self.categories or isinstance(self.categories, (str, bytes, Mapping)):
+                raise SchemaError(f"column {self.name!r}: a categorical column needs a non-empty 'categories' list "
+                                  f"(got {self.categories!r}).")
             cats = tuple(self.categories)
-            if len(set(cats)) != len(cats):
-                raise SchemaError(f"column {self.name!r}: categories contain duplicates.")
+            dup = sorted({repr(c) for c in cats if cats.count(c) > 1})
+            if dup:
+                raise SchemaError(f"column {self.name!r}: categories contain duplicates ({', '.join(dup)}).")
             object.__setattr__(self, "categories", cats)
         if self.kind in _NUMERIC:
             if self.lower is None or self.upper is None:
@@ -88,7 +109,7 @@ class ColumnSpec:
             if self.kind == "datetime":
                 lo, hi = _to_timestamp(self.lower, self.name), _to_timestamp(self.upper, self.name)
             else:
-                lo, hi = float(self.lower), float(self.upper)
+                lo, hi = _to_number(self.lower, self.name, "lower"), _to_number(self.upper, self.name, "upper")
                 if not (math.isfinite(lo) and math.isfinite(hi)):
                     raise SchemaError(f"column {self.name!r}: bounds must be finite.")
                 if self.kind == "integer":
@@ -98,6 +119,25 @@ class ColumnSpec:
             object.__setattr__(self, "lower", lo)
             object.__setattr__(self, "upper", hi)
         object.__setattr__(self, "nullable", bool(self.nullable))
+        if self.fill is not None:
+            object.__setattr__(self, "fill", self._checked_fill(self.fill))
+
+    def _checked_fill(self, fill: Any) -> Any:
+        if self.kind in ("categorical", "boolean"):
+            if fill not in self.categories:
+                raise SchemaError(f"column {self.name!r}: 'fill' {fill!r} is not one of its categories.")
+            return fill
+        value = _to_timestamp(fill, self.name) if self.kind == "datetime" else _to_number(fill, self.name, "fill")
+        if not self.lower <= value <= self.upper:
+            raise SchemaError(f"column {self.name!r}: 'fill' {fill!r} is outside [{self.lower}, {self.upper}].")
+        return value
+
+    @classmethod
+    def from_codes(cls, name: str, codes: Mapping | Iterable, *, nullable: bool = False) -> ColumnSpec:
+        """A categorical column from a code table ``{code: meaning}`` (the codes are the categories) or a list."""
+        from skdpsynth._codebook import codes_column
+
+        return codes_column(name, codes, nullable=nullable)
 
     @property
     def numeric_bounds(self) -> tuple[float, float]:
@@ -111,6 +151,10 @@ class ColumnSpec:
         d = {k: v for k, v in asdict(self).items() if v is not None and k != "name"}
         if self.kind == "datetime":
             d["lower"], d["upper"] = self.lower.isoformat(), self.upper.isoformat()
+            if self.fill is not None:
+                d["fill"] = self.fill.isoformat()
+        if isinstance(d.get("fill"), np.generic):
+            d["fill"] = d["fill"].item()
         if self.kind == "boolean":
             d.pop("categories", None)
         if "categories" in d:
@@ -161,29 +205,45 @@ class TableSchema:
         if isinstance(spec, Mapping) and "columns" in spec and not isinstance(spec.get("columns"), Mapping | str) or (
             isinstance(spec, Mapping) and isinstance(spec.get("columns"), Mapping) and "kind" not in spec["columns"]
         ):
-            public = bool(spec.get("public", True))
+            extra = sorted(set(spec) - {"columns", "public"})
+            if extra:
+                raise SchemaError(f"unknown schema keys {extra} (a schema file has 'public' and 'columns').")
+            public = spec.get("public", True)
+            if not isinstance(public, bool):
+                raise SchemaError(f"'public' must be true or false (JSON, unquoted), got {public!r}.")
             spec = spec["columns"]
         else:
             public = True
         if isinstance(spec, Mapping):
+            bad = [k for k, v in spec.items() if not isinstance(v, Mapping)]
+            if bad:
+                raise SchemaError(f"column {bad[0]!r}: its entry must be an object like {{\"kind\": ...}}.")
             items = [dict(v, name=k) for k, v in spec.items()]
         else:
             items = [dict(v) for v in spec]
-        cols = []
-        for item in items:
-            unknown = set(item) - {"name", "kind", "lower", "upper", "categories", "nullable"}
-            if unknown:
-                raise SchemaError(f"column {item.get('name')!r}: unknown schema keys {sorted(unknown)}.")
-            if "kind" not in item:
-                raise SchemaError(f"column {item.get('name')!r}: missing 'kind' (one of {KINDS}).")
-            cols.append(ColumnSpec(**item))
-        return cls(tuple(cols), public=public)
+        return cls(tuple(_column_from_dict(item) for item in items), public=public)
+
+    @classmethod
+    def from_codebook(cls, codes: Mapping | None = None, **kwargs: Any) -> TableSchema:
+        """A public schema from code tables, category lists and documented ranges (see
+        :func:`skdpsynth._codebook.schema_from_codebook`: ``ranges=``, ``booleans=``, ``order=``, ``nullable=``)."""
+        from skdpsynth._codebook import schema_from_codebook
+
+        return schema_from_codebook(codes, **kwargs)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> TableSchema:
-        """Read a schema written by :meth:`to_json` (or by hand)."""
-        with open(path, encoding="utf-8") as fh:
-            return cls.from_dict(json.load(fh))
+        """Read a schema written by :meth:`to_json` (or by hand); errors name the file, line or field."""
+        try:
+            with open(path, encoding="utf-8") as fh:
+                spec = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"schema file {os.fspath(path)!r} is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                              f"column {exc.colno}.") from None
+        try:
+            return cls.from_dict(spec)
+        except SchemaError as exc:
+            raise SchemaError(f"schema file {os.fspath(path)!r}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly description (round-trips through :meth:`from_dict`)."""
@@ -260,6 +320,14 @@ class TableSchema:
     def __len__(self) -> int:
         return len(self.columns)
 
+    def with_columns(self, *specs: ColumnSpec, changes: Mapping[str, Mapping[str, Any]] | None = None) -> TableSchema:
+        """A copy with whole columns replaced by ``specs`` and fields changed, e.g. a draft widened to the codebook:
+        ``draft.with_columns(ColumnSpec.from_codes("Course", codes), changes={"age": {"lower": 15}})``.
+        Keeps ``public`` as it is (confirm a draft with :meth:`confirm`)."""
+        from skdpsynth._codebook import _apply
+
+        return _apply(self, specs, changes or {})
+
     def select(self, names: Iterable[str]) -> TableSchema:
         """The sub-schema of ``names`` (in that order)."""
         return replace(self, columns=tuple(self[n] for n in names))
@@ -305,7 +373,7 @@ class TableSchema:
         out = {}
         clipped = {}
         for spec in self.columns:
-            values, msg, n_clipped = _normalise_column(X[spec.name], spec, clip)
+            values, msg, n_clipped = normalise_column(X[spec.name], spec, clip, self.public)
             if msg:
                 problems.append(f"{spec.name!r}: {msg}")
                 continue
@@ -325,72 +393,28 @@ class TableSchema:
         return pd.DataFrame(out, index=X.index)
 
 
-def _missing_message(n_missing: int) -> str:
-    return f"{n_missing} missing values but the column is declared nullable=False"
+_KEYS = ("name", "kind", "lower", "upper", "categories", "nullable", "fill")
+_NUMERIC_KEYS = {"lower", "upper"}
 
 
-def _normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool) -> tuple[pd.Series | None, str | None, int]:
-    if spec.kind in ("categorical", "boolean"):
-        return _normalise_categorical(col, spec)
-    isna = col.isna().to_numpy()
-    if isna.any() and not spec.nullable:
-        return None, _missing_message(int(isna.sum())), 0
-    if spec.kind in ("continuous", "integer"):
-        if pd.api.types.is_bool_dtype(col.dtype):
-            num = col.astype(float)
-        else:
-            num = pd.to_numeric(col, errors="coerce")
-        bad = num.isna().to_numpy() & ~isna
-        if bad.any():
-            return None, f"{int(bad.sum())} non-numeric values (e.g. {col[bad].iloc[0]!r}) in a {spec.kind} column", 0
-        values = num.to_numpy(dtype=float)
-        if spec.kind == "integer":
-            frac = ~isna & (np.abs(values - np.round(values)) > 1e-9)
-            if frac.any():
-                return None, f"{int(frac.sum())} non-whole values in an integer column; declare it continuous", 0
-        lo, hi = spec.numeric_bounds
-        outside = ~isna & ((values < lo) | (values > hi))
-        if outside.any() and not clip:
-            return None, f"{int(outside.sum())} values outside the public bounds [{lo}, {hi}]", 0
-        return pd.Series(np.clip(values, lo, hi), index=col.index), None, int(outside.sum())
-    if spec.kind == "datetime":
-        try:
-            ts = pd.to_datetime(col, errors="raise")
-        except (ValueError, TypeError):
-            return None, "values that are not dates/times", 0
-        if getattr(ts.dt, "tz", None) is not None:
-            ts = ts.dt.tz_convert(None)
-        ts = ts.astype("datetime64[ns]")
-        outside = ~isna & ((ts < spec.lower) | (ts > spec.upper)).to_numpy()
-        if outside.any() and not clip:
-            return None, f"{int(outside.sum())} values outside [{spec.lower}, {spec.upper}]", 0
-        return ts.clip(spec.lower, spec.upper), None, int(outside.sum())
-
-
-def _normalise_categorical(col: pd.Series, spec: ColumnSpec) -> tuple[pd.Series | None, str | None, int]:
-    # work on the distinct values only (C-level hashing), then broadcast back
-    codes, uniq = pd.factorize(col.to_numpy(dtype=object), use_na_sentinel=True)
-    if not spec.nullable and (codes == -1).any():
-        return None, _missing_message(int((codes == -1).sum())), 0
-    uniq = [v.item() if isinstance(v, np.generic) else v for v in uniq]
-    if spec.kind == "boolean":
-        # True == 1 and False == 0 hash alike, so the numeric codes are covered too
-        mapping = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
-        uniq_norm = [mapping.get(v, "?") for v in uniq]
-        bad_codes = [i for i, m in enumerate(uniq_norm) if m == "?"]
-        if bad_codes:
-            n_bad = int(np.isin(codes, bad_codes).sum())
-            return None, f"{n_bad} values that are not booleans (e.g. {uniq[bad_codes[0]]!r})", 0
-    else:
-        uniq_norm = uniq
-        unknown = sorted({repr(v) for v in uniq if v not in set(spec.categories)})
-        if unknown:
-            shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-            return None, (f"{len(unknown)} values not among the schema's categories ({shown}); "
-                          "add them to 'categories'"), 0
-    # code -1 (missing) picks the trailing NaN
-    values = np.array([*uniq_norm, np.nan], dtype=object)[codes]
-    return pd.Series(values, index=col.index, dtype=object), None, 0
+def _column_from_dict(item: dict) -> ColumnSpec:
+    """One column of a schema dict (e.g. an edited draft): every mistake is an error naming the column and field."""
+    name = item.get("name")
+    unknown = set(item) - set(_KEYS)
+    if unknown:
+        raise SchemaError(f"column {name!r}: unknown schema keys {sorted(unknown)} (allowed: {list(_KEYS[1:])}).")
+    if "kind" not in item:
+        raise SchemaError(f"column {name!r}: missing 'kind' (one of {KINDS}).")
+    kind = item["kind"]
+    if kind in ("categorical", "boolean") and _NUMERIC_KEYS & set(item):
+        raise SchemaError(f"column {name!r}: 'lower'/'upper' apply to numeric and datetime kinds, not {kind!r}; "
+                          "remove them (or change the kind).")
+    if kind in _NUMERIC and "categories" in item:
+        raise SchemaError(f"column {name!r}: 'categories' apply to categorical columns, not {kind!r}; remove them "
+                          "(or change the kind to 'categorical').")
+    if "categories" in item and not isinstance(item["categories"], (list, tuple)):
+        raise SchemaError(f"column {name!r}: 'categories' must be a list, got {item['categories']!r}.")
+    return ColumnSpec(**item)
 
 
 def infer_schema(X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:

@@ -1,47 +1,86 @@
-"""Estimate a table's domain (schema) under differential privacy.
+"""Estimate a table's public domain (schema) under differential privacy, when none is given.
 
-Used by every tabular synthesizer when the user gives no schema, so that ``fit``
-stays end-to-end DP. Column names and dtypes are structural metadata and are
-taken as public; the *values* (bounds, category labels) are estimated:
+Column names and dtypes are structural metadata and taken as public; a column's
+kind follows its dtype only (text and object columns are categorical, never
+judged by whether their values look like numbers). Everything about the values
+is measured, all columns at once (budget and modes: :mod:`._domain_plan`):
 
-* numeric and datetime columns: two DP quantiles (``bound_quantiles``) by the
-  exponential mechanism over a fixed, data-independent candidate grid;
-  utility ``-|#{x < c} - q n|`` has sensitivity 1 under add/remove-one-person;
-* categorical columns: the stability histogram of
-  :func:`skdpsynth.privacy.stability_histogram` (each person holds one label
-  per column) -- (eps, delta)-DP for an unknown label set;
-* boolean columns cost nothing (their domain is public).
+1. a noisy count of people -- and, from public quantities and that count, ONE
+   error naming every column that cannot be estimated at this budget, before
+   anything else is measured;
+2. one histogram of every numeric, integer, datetime and boolean column on a
+   public scale-free binning (:mod:`._domain_bins`), missing values in a cell of
+   their own; every person is in one cell per column (L2 sensitivity
+   ``sqrt(d)``). Bounds are quantiles of the noisy CDF over the bins the noise
+   cannot explain (found at several resolutions); nullability is the noisy
+   missing count against a threshold;
+3. one joint stability histogram over the keys ``(column, value)`` of the
+   categorical columns, a column's missing values being one more key
+   (contribution bound: their number; candidates exactly the counted keys),
+   and one over the integer columns, so that integer codes (a few values spread
+   over a wide range, nearly all people on them) are recognised and kept as
+   the codes they are;
+4. a noisy check of the mass below and above every estimated bound (for
+   integer codes: of the missing or unreleased mass): a bound with more than
+   1% beyond it is widened and reported, with the noisy figure only.
 
-Every column may be missing (``nullable=True``): whether a column has missing
-values is not revealed; the missing cell is noised like any other.
+Values outside the estimated domain are clipped (numeric) or treated as missing
+(unreleased categories); a column found not nullable gets a ``fill`` (its noisy
+median or mode) for the few missing values the noise cannot tell from none.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 import pandas as pd
 
-from skdpsynth.exceptions import SchemaError
+from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._mechanisms import exponential_mechanism, stability_histogram, stability_threshold
-from skdpsynth.schema import ColumnSpec, TableSchema
-
-__all__ = ["estimate_schema", "column_kind_from_dtype", "plan_schema_cost"]
-
-# Data-independent candidates for numeric bounds: every integer in [-1000, 1000] and +-10^(k/40), 1e-4 .. 1e12.
-_MAG = 10.0 ** np.linspace(-4, 12, 16 * 40 + 1)
-NUMERIC_CANDIDATES = np.unique(np.concatenate([-_MAG, _MAG, np.arange(-1000.0, 1001.0)]))
-# Datetime candidates: every ~9 days from 1900 to 2100, in seconds since the epoch.
-DATETIME_CANDIDATES = np.linspace(
-    pd.Timestamp("1900-01-01").value / 1e9, pd.Timestamp("2100-01-01").value / 1e9, 8001
+from skdpsynth.privacy._domain_bins import (
+    DATETIME_BINS,
+    INTEGER_BINS,
+    NUMERIC_BINS,
+    numeric_values,
+    widen_bin,
 )
+from skdpsynth.privacy._domain_columns import (
+    DEFAULT_QUANTILES,
+    MISSING,
+    NUMERIC,
+    TAIL_SHARE,
+    Z_TAIL,
+    Column,
+    bounds,
+    decide,
+    false_positive_rate,
+    show,
+    spec_of,
+    tail_cells,
+    unreleased_notes,
+)
+from skdpsynth.privacy._domain_plan import DomainPlan, DomainRun, plan_domain
+from skdpsynth.schema import TableSchema
+
+__all__ = ["estimate_schema", "column_kind_from_dtype", "plan_schema_cost", "drop_unreleased_categories",
+           "DomainEstimateError", "DRAFT_COMMAND"]
+
+DRAFT_COMMAND = "skdpsynth schema draft DATA -o schema.json"
+
+
+class DomainEstimateError(PrivacyBudgetError, SchemaError):
+    """The DP domain estimate cannot work for some columns at this budget (each named, with what to do).
+
+    Raised before anything but a noisy count of people is measured when the
+    budget and that count say so (the count is in the budget log); rarely,
+    after the estimate, when nothing could be released for a column whose
+    values are spread too thinly (identifiers, free text).
+    """
 
 
 def column_kind_from_dtype(series: pd.Series) -> str:
-    """Column kind read from the dtype only (public metadata, never from values)."""
+    """Column kind read from the dtype only (public metadata, never from the values)."""
     dt = series.dtype
     if pd.api.types.is_bool_dtype(dt):
         return "boolean"
@@ -51,177 +90,252 @@ def column_kind_from_dtype(series: pd.Series) -> str:
         return "integer"
     if pd.api.types.is_float_dtype(dt):
         return "continuous"
-    if pd.api.types.is_object_dtype(dt):
-        # object columns holding only numbers (never looking at the numbers themselves)
-        nonnull = series.dropna()
-        if len(nonnull) and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in nonnull):
-            return "continuous"
     return "categorical"
 
 
-def _column_cost(kind: str, eps_col: float, delta_col: float) -> list[BudgetRecord]:
-    if kind == "boolean":
-        return []
-    if kind == "categorical":
-        return [BudgetRecord("stability-histogram", "", "approx", epsilon=eps_col, delta=delta_col)]
-    return [BudgetRecord("exponential", "", "pure", epsilon=eps_col / 2)] * 2
+def _widths(cols: list[Column], delta: float) -> dict[str, int]:
+    count = {k: sum(c.kind == k for c in cols) for k in ("continuous", "integer", "datetime", "boolean",
+                                                            "categorical")}
+    numeric = count["continuous"] + count["integer"] + count["datetime"]
+    return {"bins": numeric + count["boolean"], "categories": count["categorical"],
+            "codes": count["integer"] if delta > 0 else 0, "tail": numeric}
 
 
-def _per_column_budget(kinds: list[str], epsilon: float, delta: float) -> tuple[float, float, float]:
-    """(epsilon per categorical column, epsilon per numeric column, delta per categorical column).
-
-    Category discovery needs far more budget than bounds (its threshold grows as log(1/delta)/eps), so when
-    both kinds are present each kind gets half of ``epsilon``, split equally within the kind.
-    """
-    n_cat = sum(k == "categorical" for k in kinds)
-    n_num = sum(k in ("continuous", "integer", "datetime") for k in kinds)
-    share_cat = 0.5 if n_cat and n_num else float(n_cat > 0)
-    eps_cat = epsilon * share_cat / n_cat if n_cat else 0.0
-    eps_num = epsilon * (1 - share_cat) / n_num if n_num else 0.0
-    return eps_cat, eps_num, (delta / n_cat if n_cat else 0.0)
+def _prepare(X: pd.DataFrame) -> list[Column]:
+    cols = []
+    for name in X.columns:
+        c = Column(str(name), column_kind_from_dtype(X[name]))
+        if c.kind in NUMERIC:
+            c.bins = {"datetime": DATETIME_BINS, "integer": INTEGER_BINS}.get(c.kind, NUMERIC_BINS)
+            c.values = numeric_values(X[name], c.kind)
+        cols.append(c)
+    return cols
 
 
-def plan_schema_cost(X: pd.DataFrame, epsilon: float, delta: float) -> list[BudgetRecord]:
-    """The records :func:`estimate_schema` will charge (for up-front budget checks)."""
-    kinds = [column_kind_from_dtype(X[c]) for c in X.columns]
-    eps_cat, eps_num, delta_col = _per_column_budget(kinds, epsilon, delta)
-    return [r for k in kinds for r in _column_cost(k, eps_cat if k == "categorical" else eps_num, delta_col)]
+def plan_schema_cost(X: pd.DataFrame, epsilon: float, delta: float, **kwargs) -> list[BudgetRecord]:
+    """The records :func:`estimate_schema` will charge for ``X`` (for up-front budget checks)."""
+    return _plan(_prepare(X), epsilon, delta, **kwargs).records
 
 
-def _dp_quantile(
-    values: np.ndarray, q: float, candidates: np.ndarray, epsilon: float, noise, accountant, target
-) -> float:
-    # The exponential mechanism locates a rank only to within about 2 ln(m) / eps people (m candidates),
-    # so extreme quantiles are pulled inwards to rank max(q n, 4 ln(m) / eps) from their end.
-    # Changing n by one moves this target by at most 1, so the utility keeps sensitivity 1.
-    n = len(values)
-    min_rank = min(4.0 * math.log(len(candidates)) / epsilon, n / 2)
-    rank = max(q * n, min_rank) if q <= 0.5 else n - max((1 - q) * n, min_rank)
-    rank = min(max(rank, 0.0), float(n))
-    ordered = np.sort(values)
-    below = np.searchsorted(ordered, candidates, side="left")
-    at_or_below = np.searchsorted(ordered, candidates, side="right")
-    # tie-aware: a candidate is exact when the target rank falls inside its block of equal values
-    utility = -np.maximum(np.maximum(below - rank, rank - at_or_below), 0.0)
-    return float(candidates[exponential_mechanism(utility, sensitivity=1.0, epsilon=epsilon, noise=noise,
-                                                  accountant=accountant, target=target)])
+def _names(cols: list[Column]) -> str:
+    """Column names for the budget log (public), the first few then how many more."""
+    shown = ", ".join(repr(c.name) for c in cols[:6])
+    return shown + (f" and {len(cols) - 6} more" if len(cols) > 6 else "")
 
 
-def _numeric_spec(name: str, col: pd.Series, kind: str, eps_col: float, quantiles, noise, accountant) -> ColumnSpec:
-    if kind == "datetime":
-        ts = pd.to_datetime(col).dropna()
-        values = ts.astype("datetime64[ns]").astype("int64").to_numpy() / 1e9
-        candidates = DATETIME_CANDIDATES
-    else:
-        values = pd.to_numeric(col, errors="coerce").dropna().to_numpy(dtype=float)
-        candidates = NUMERIC_CANDIDATES
-    bounds = [
-        _dp_quantile(values, q, candidates, eps_col / 2, noise, accountant, f"DP {q:g}-quantile of column {name!r}")
-        for q in quantiles
-    ]
-    lo, hi = min(bounds), max(bounds)
-    if lo == hi:  # widen to the neighbouring candidates: a zero-width domain cannot be synthesized
-        i = int(np.searchsorted(candidates, lo))
-        lo, hi = candidates[max(i - 1, 0)], candidates[min(i + 1, len(candidates) - 1)]
-    if kind == "datetime":
-        return ColumnSpec(name, kind, pd.Timestamp(lo, unit="s"), pd.Timestamp(hi, unit="s"), nullable=True)
-    if kind == "integer":
-        lo, hi = math.floor(lo), math.ceil(hi)
-    return ColumnSpec(name, kind, lo, hi, nullable=True)
+def _part_columns(cols: list[Column]) -> dict[str, list[Column]]:
+    return {"bins": [c for c in cols if c.kind in (*NUMERIC, "boolean")],
+            "categories": [c for c in cols if c.kind == "categorical"],
+            "codes": [c for c in cols if c.kind == "integer"], "tail": [c for c in cols if c.kind in NUMERIC]}
 
 
-def _categorical_spec(name: str, col: pd.Series, eps_col: float, delta_col: float, noise, accountant) -> ColumnSpec:
-    counts = col.dropna().astype(object).value_counts(sort=False)
-    if len(counts) == 0:  # nothing to count: the column is all missing, no key can be released
-        raise SchemaError(f"column {name!r}: no category can be released at this budget; give the categories "
-                          "in a schema.")
-    released, _ = stability_histogram(counts.to_numpy(), contribution_bound=1, epsilon=eps_col, delta=delta_col,
-                                      noise=noise, accountant=accountant,
-                                      target=f"category discovery in column {name!r}")
-    kept = [k for k, ok in zip(counts.index, released) if ok]
-    if not kept:
-        raise SchemaError(
-            f"column {name!r}: no category is frequent enough to be released at this budget "
-            f"(threshold {stability_threshold(1, eps_col, delta_col)} people); give the categories in a schema."
-        )
-    return ColumnSpec(name, "categorical", categories=tuple(sorted(kept, key=str)), nullable=True)
+def _plan(cols, epsilon, delta, accountant=None, later=(), label="DP domain estimate") -> DomainPlan:
+    columns = {k: f"{len(v)} columns ({_names(v)})" for k, v in _part_columns(cols).items()}
+    return plan_domain(_widths(cols, delta), epsilon, delta, accountant=accountant, later=later, label=label,
+                       columns=columns)
+
+
+def _check_feasible(cols: list[Column], plan: DomainPlan, n_hat: int, label: str) -> None:
+    """ONE error naming every column the estimate cannot serve at this budget (only the count is spent)."""
+    problems = []
+    sd = plan.count.sd
+    for c in cols:
+        if c.kind in NUMERIC:  # the mass of a typical column, spread over a few bins, must be seen
+            need = 1.25 * np.sqrt(c.bins.spread) * plan.parts["bins"].cell_threshold(false_positive_rate(plan, c))
+            what = "bounds"
+        elif c.kind == "categorical":
+            need = 1.5 * plan.parts["categories"].release_threshold  # its top category: two thirds of the people
+            what = "categories"
+        else:
+            continue
+        # a lower confidence bound: a lucky count must not let a doomed fit spend (nor a very noisy one refuse)
+        if n_hat - min(2 * sd, 0.25 * need) < need:
+            problems.append(f"{c.name!r} ({what} need about {int(np.ceil(need)):,} people)")
+    if problems:
+        raise DomainEstimateError(
+            f"{label}: the domain cannot be estimated under DP at this budget for column(s) "
+            f"{', '.join(problems)}; the table has about {max(n_hat, 0):,} people (a noisy count: the only thing "
+            f"measured, see the budget log). Give the public domain instead: `{DRAFT_COMMAND}` (or "
+            "TableSchema.draft(X)) writes a draft to check against the codebook, then pass schema=schema.json. "
+            "Or raise epsilon or domain_share.")
+
+
+def _measure_bins(X: pd.DataFrame, cols: list[Column], run: DomainRun) -> None:
+    """One mechanism: every binned column's histogram (with a missing cell), booleans' [missing, False, True]."""
+    parts, layout = [], []
+    for c in cols:
+        if c.kind in NUMERIC:
+            ok = np.isfinite(c.values)
+            h = np.bincount(c.bins.encode(c.values[ok]), minlength=c.bins.n_bins)
+            parts.append(np.append(h, (~ok).sum()))
+        elif c.kind == "boolean":
+            col = X[c.name]
+            parts.append(np.array([col.isna().sum(), (col == False).sum(), (col == True).sum()]))  # noqa: E712
+        else:
+            continue
+        layout.append(c)
+    if not layout:
+        return
+    sizes = [len(p) for p in parts]
+    noisy = run.histogram(np.concatenate(parts), "bins", f"histograms of {len(layout)} columns ({_names(layout)}) "
+                          "on the public scale-free binning, missing values in a cell of their own")
+    for c, chunk in zip(layout, np.split(noisy, np.cumsum(sizes)[:-1])):
+        c.sd = run.plan.parts["bins"].sd
+        if c.kind == "boolean":
+            c.missing, c.noisy = float(chunk[0]), chunk[1:].astype(float)
+        else:
+            c.missing, c.noisy = float(chunk[-1]), chunk[:-1].astype(float)
+
+
+def _release_keys(X: pd.DataFrame, cols: list[Column], run: DomainRun, part: str) -> None:
+    """Joint stability histogram over the keys (column, value) of the categorical (or integer) columns."""
+    kind = "categorical" if part == "categories" else "integer"
+    members = [c for c in cols if c.kind == kind]
+    if not members or part not in run.plan.parts:
+        return
+    keys, counts = [], []
+    for c in members:
+        col = X[c.name]
+        vc = col.dropna().astype(object).value_counts(sort=False)
+        keys += [(c, v.item() if isinstance(v, np.generic) else v) for v in vc.index]
+        counts.append(vc.to_numpy())
+        n_missing = int(col.isna().sum())
+        if kind == "categorical" and n_missing:  # "missing" is one more key of the column (still one per person)
+            keys.append((c, MISSING))
+            counts.append(np.array([n_missing]))
+    counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+    if not len(counts):
+        return
+    what = (f"{'categories' if part == 'categories' else 'values'} of {len(members)} {kind} columns "
+            f"({_names(members)}; joint stability histogram, keys = (column, value))")
+    released, noisy = run.keys(counts, part, what)
+    for c in members:
+        c.key_sd = run.plan.parts[part].sd
+    for (c, value), ok, v in zip(keys, released, noisy):
+        if ok and value is MISSING:
+            c.missing_released, c.missing = True, float(v)
+        elif ok:
+            c.keys[value] = float(v)
+
+
+def _tail_check(X: pd.DataFrame, cols: list[Column], run: DomainRun, n_hat: int) -> list[str]:
+    """Noisy mass beyond each bound (and missing-or-unreleased mass): widen, decide nullability, report."""
+    members = [c for c in cols if c.kind in NUMERIC]
+    notes = unreleased_notes(cols, run.plan, n_hat)
+    if not members or "tail" not in run.plan.parts:
+        return notes
+    parts = [tail_cells(X, c) for c in members]
+    what = (f"check of {len(members)} numeric columns ({_names(members)}): mass below and above each estimated "
+            "bound (integer codes: missing or not released)")
+    noisy = run.histogram(np.concatenate(parts), "tail", what)
+    sd_tail, sd_bins = run.plan.parts["tail"].sd, run.plan.parts["bins"].sd
+    for c, chunk in zip(members, np.split(noisy, np.cumsum([len(p) for p in parts])[:-1])):
+        n_col = max(n_hat - (c.missing if c.binned else 0.0), 1.0)
+        if not c.binned:  # integer codes: missing or unreleased, against released
+            c.missing = float(chunk[0])
+            if chunk[0] >= max(Z_TAIL * sd_tail, TAIL_SHARE * n_hat):
+                notes.append(f"{c.name!r}: about {chunk[0] / max(n_hat, 1):.1%} of values are missing or codes that "
+                             "were not released (treated as missing)")
+            continue
+        significant = max(Z_TAIL * sd_tail, TAIL_SHARE * n_col)
+        for side, mass in (("below", chunk[0]), ("above", chunk[1])):
+            if mass < significant:
+                continue
+            start = c.lo_bin if side == "below" else c.hi_bin
+            new = widen_bin(c.noisy, start, -1 if side == "below" else 1, sd_bins, mass)
+            if side == "below":
+                c.lo_bin = new
+            else:
+                c.hi_bin = new
+            lo, hi = bounds(c)
+            notes.append(f"{c.name!r}: about {mass / n_col:.1%} of values (a noisy count) lay {side} the estimated "
+                         f"bound; widened to [{show(c, lo)}, {show(c, hi)}]")
+    return notes
 
 
 def estimate_schema(
-    X: pd.DataFrame,
-    *,
-    epsilon: float,
-    delta: float,
-    accountant: BudgetAccountant,
-    noise,
-    bound_quantiles: tuple[float, float] = (0.01, 0.99),
+    X: pd.DataFrame, *, epsilon: float, delta: float, accountant: BudgetAccountant, noise, later=(),
+    bound_quantiles: tuple[float, float] | None = None, label: str = "DP domain estimate",
 ) -> TableSchema:
-    """Estimate a public-grade schema of ``X`` under (epsilon, delta)-DP.
-
-    Categorical and numeric columns each get half of ``epsilon`` when both are
-    present (all of it otherwise), split equally within the kind; numeric
-    columns spend half of their share on each bound; ``delta`` is split over the
-    categorical columns; booleans cost nothing.
+    """Estimate a public-grade schema of ``X`` under (epsilon, delta)-DP (see the module docstring).
 
     Parameters
     ----------
     X : pandas.DataFrame
-        The private table.
+        The private table (one row per person).
     epsilon, delta : float
-        Budget for the whole domain; charged to ``accountant``.
+        The slice of the budget for the whole domain; never exceeded.
     accountant : BudgetAccountant
         Where the cost is charged.
     noise : NoiseSource
         Where the noise comes from.
-    bound_quantiles : (float, float), default=(0.01, 0.99)
-        Quantiles used as bounds; values beyond them are clipped.
+    later : sequence of BudgetRecord
+        What the model will charge after the domain; when it includes zCDP
+        records (and the accountant converts zCDP at a positive delta), the
+        domain is charged in zCDP and composes with the model.
+    bound_quantiles : (float, float), optional
+        Quantiles of the noisy CDF used as bounds (default (0.002, 0.998)).
+    label : str
+        Prefix of the budget-log targets.
 
     Returns
     -------
     TableSchema
+        Public (DP); non-nullable columns carry a ``fill``.
+
+    Raises
+    ------
+    DomainEstimateError
+        Before anything but a noisy count is measured, naming every column that
+        cannot be estimated at this budget; or, after the estimate, naming the
+        columns for which nothing could be released.
     """
-    if delta <= 0 and any(column_kind_from_dtype(X[c]) == "categorical" for c in X.columns):
-        raise SchemaError(
-            "discovering categories under DP needs delta > 0; give a schema with the categories or set delta."
-        )
-    kinds = {c: column_kind_from_dtype(X[c]) for c in X.columns}
-    planned = plan_schema_cost(X, epsilon, delta)
-    accountant.require(planned, what="estimating the schema under DP")
-    eps_cat, eps_num, delta_col = _per_column_budget(list(kinds.values()), epsilon, delta)
-    cols = []
-    for name in X.columns:
-        kind = kinds[name]
-        if kind == "boolean":
-            cols.append(ColumnSpec(name, "boolean", nullable=True))
-        elif kind == "categorical":
-            cols.append(_categorical_spec(name, X[name], eps_cat, delta_col, noise, accountant))
-        else:
-            cols.append(_numeric_spec(name, X[name], kind, eps_num, bound_quantiles, noise, accountant))
-    return TableSchema(tuple(cols))
+    cols = _prepare(X)
+    if delta <= 0 and any(c.kind == "categorical" for c in cols):
+        raise SchemaError("discovering categories under DP needs delta > 0; give a schema with the categories "
+                          f"(`{DRAFT_COMMAND}` drafts one) or set delta.")
+    plan = _plan(cols, epsilon, delta, accountant, later, label)
+    accountant.require(plan.records + list(later), what=f"{label} and the model after it")
+    run = DomainRun(plan, accountant, noise)
+    n_hat = run.count(len(X))
+    _check_feasible(cols, plan, n_hat, label)
+    run.open()
+    _measure_bins(X, cols, run)
+    _release_keys(X, cols, run, "categories")
+    _release_keys(X, cols, run, "codes")
+    q = tuple(bound_quantiles) if bound_quantiles is not None else DEFAULT_QUANTILES
+    failed = [c.name for c in cols if not decide(c, plan, n_hat, q)]
+    if failed:
+        raise DomainEstimateError(
+            f"{label}: nothing could be released for column(s) {failed} at this budget (values too spread out: no "
+            "category or value range holds enough people; the budget spent is in the budget log). Drop "
+            f"identifier-like columns, or give the public domain: `{DRAFT_COMMAND}`, then schema=schema.json.")
+    notes = _tail_check(X, cols, run, n_hat)
+    if notes:
+        warnings.warn(f"{label}: " + "; ".join(notes) + f". Values outside the domain are clipped. For documented "
+                      f"bounds and categories, give a schema (`{DRAFT_COMMAND}` drafts one).", UserWarning,
+                      stacklevel=3)
+    return TableSchema(tuple(spec_of(c, plan, n_hat) for c in cols))
 
 
 def drop_unreleased_categories(X: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
-    """Mark categories that the DP schema did not release as missing, with a warning.
+    """Fit ``X`` into a DP-estimated domain, silently: the estimate reported both through noisy counts.
 
-    Such labels were too rare to be released privately; keeping them would leak
-    them. They become missing values (the column's missing cell), and the
-    warning names the column and how many values were affected.
+    Categories the estimate did not release become missing values (then the
+    column's ``fill`` when it is not nullable, in ``schema.validate``); numeric
+    and datetime values are clipped to the estimated bounds. No message says
+    which columns were affected or how much: that is private.
     """
     out = X.copy()
-    affected = {}
     for spec in schema.columns:
-        if spec.kind != "categorical":
-            continue
         col = out[spec.name]
-        unknown = col.notna() & ~col.astype(object).isin(spec.categories)
-        if unknown.any():
-            affected[spec.name] = int(unknown.sum())
-            out[spec.name] = col.astype(object).where(~unknown, np.nan)
-    if affected:  # the columns only: how many values were affected is private
-        warnings.warn(
-            "rare categories not released by the DP domain estimate are treated as missing in columns "
-            + ", ".join(repr(k) for k in affected),
-            UserWarning,
-            stacklevel=3,
-        )
+        if spec.kind == "categorical":
+            unknown = col.notna() & ~col.astype(object).isin(spec.categories)
+            if unknown.any():
+                out[spec.name] = col.astype(object).where(~unknown, np.nan)
+        elif spec.kind in ("continuous", "integer") and pd.api.types.is_numeric_dtype(col.dtype) \
+                and not pd.api.types.is_bool_dtype(col.dtype):
+            out[spec.name] = col.clip(spec.lower, spec.upper)
+        elif spec.kind == "datetime" and pd.api.types.is_datetime64_any_dtype(col.dtype) and col.dt.tz is None:
+            out[spec.name] = col.clip(spec.lower, spec.upper)
     return out

@@ -8,6 +8,7 @@ All privacy noise comes from :mod:`skdpsynth.privacy`.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -15,8 +16,9 @@ import pandas as pd
 
 from skdpsynth.base import FitContext
 from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
-from skdpsynth.privacy._domain import estimate_schema
-from skdpsynth.privacy._mechanisms import stability_histogram, stability_threshold
+from skdpsynth.privacy._accounting import BudgetRecord
+from skdpsynth.privacy._domain import DomainEstimateError, estimate_schema
+from skdpsynth.privacy._domain_plan import DomainRun, plan_domain
 from skdpsynth.schema import TableSchema, infer_schema
 from skdpsynth.synthesizers._sequence_data import encode_states, state_sort_key
 
@@ -53,18 +55,31 @@ def bounded_state_counts(codes: np.ndarray, learner: np.ndarray, bound: int, n_c
 
 def discover_vocabulary(
     events: pd.DataFrame, learner: np.ndarray, *, max_contrib: int, epsilon: float | None, delta: float,
-    ctx: FitContext,
+    ctx: FitContext, later: Sequence[BudgetRecord] = (),
 ) -> list[tuple]:
     """Release the event vocabulary (joint states) under (epsilon, delta)-DP.
 
-    Each learner counts once for each of (at most) the first ``max_contrib``
-    distinct states they visit (:func:`bounded_state_counts`). The candidates
-    are exactly the states counted after this bounding -- a state only seen
-    beyond some learner's bound is not a candidate, so it cannot be released --
-    and :func:`skdpsynth.privacy.stability_histogram` releases those whose
-    noisy count reaches its threshold: (epsilon, delta)-DP under
-    add/remove-one-learner. With ``epsilon=None`` every observed state is kept
-    and the read is recorded as non-private.
+    Each learner counts once for each of (at most) the first ``k =
+    max_contrib`` distinct states they visit (:func:`bounded_state_counts`; ``k``
+    is a public parameter). The candidates are exactly the states counted after
+    this bounding -- a state only seen beyond some learner's bound is not a
+    candidate, so it cannot be released. The budget is planned from public
+    quantities by :func:`skdpsynth.privacy._domain_plan.plan_domain`:
+
+    1. a noisy count of learners (a small pure share); when even a state every
+       learner visits could not reach the release threshold, ONE error says so
+       before anything else is measured;
+    2. the stability histogram: Gaussian (L2 sensitivity ``sqrt(k)``,
+       :func:`~skdpsynth.privacy._domain_plan.gaussian_stability_histogram`)
+       or Laplace (L1 ``k``, :func:`skdpsynth.privacy.stability_histogram`),
+       whichever has the lower threshold at this budget. The Gaussian one grows
+       with ``sqrt(k)`` rather than ``k``: it is what lets learners count
+       several states. With ``later`` (the model's planned records) holding zCDP
+       records it is charged in zCDP and composes with the model; otherwise it
+       is one (epsilon, delta) record.
+
+    (epsilon, delta)-DP under add/remove-one-learner. With ``epsilon=None`` every
+    observed state is kept and the read is recorded as non-private.
 
     Parameters
     ----------
@@ -80,6 +95,8 @@ def discover_vocabulary(
         Its delta.
     ctx : FitContext
         Accountant and noise source of the cohort.
+    later : sequence of BudgetRecord
+        What the model will charge afterwards (enables the zCDP mode).
 
     Returns
     -------
@@ -91,24 +108,33 @@ def discover_vocabulary(
         ctx.accountant.declare_nonprivate("event vocabulary read from the data (epsilon=None)")
         return sorted(uniques, key=state_sort_key)
     k = int(max_contrib)
+    plan = plan_domain({"categories": k}, epsilon, delta, accountant=ctx.accountant, later=later,
+                       label="event vocabulary")
+    part = plan.parts["categories"]
+    run = DomainRun(plan, ctx.accountant, ctx.noise)
+    n_hat = run.count(len(np.unique(learner)))
+    if n_hat < part.release_threshold:
+        raise DomainEstimateError(
+            f"the event vocabulary cannot be discovered at this budget: a state must be visited by about "
+            f"{part.release_threshold:,} learners to be released, and there are about {max(n_hat, 0):,} (a noisy "
+            "count, the only thing measured). Give the public event vocabulary with `vocabulary=` (e.g. the "
+            "activity types of the platform's documentation), or raise epsilon or domain_share.")
     counts = bounded_state_counts(encode_states(events, uniques), learner, k, len(uniques))
     candidates = np.flatnonzero(counts > 0)
-    released, _ = stability_histogram(
-        counts[candidates], contribution_bound=k, epsilon=epsilon, delta=delta, noise=ctx.noise,
-        accountant=ctx.accountant, target=f"event vocabulary (learners per state, first {k} distinct states each)",
-    )
+    run.open()
+    released, _ = run.keys(counts[candidates], "categories",
+                           f"learners per state (first {k} distinct states each; candidates: the counted states)")
     states = [uniques[i] for i in candidates[released]]
     if not states:
         raise SchemaError(
             f"no event is visited by enough learners to be released at this budget (threshold "
-            f"{stability_threshold(k, epsilon, delta)} learners); give the public event vocabulary with `vocabulary=`."
-        )
+            f"{part.release_threshold:,} learners); give the public event vocabulary with `vocabulary=`.")
     return sorted(states, key=state_sort_key)
 
 
 def learner_domain(
     learners: pd.DataFrame, given: TableSchema | None, *, label_column: str | None,
-    budget: tuple[float, float] | None, ctx: FitContext,
+    budget: tuple[float, float] | None, ctx: FitContext, later: Sequence[BudgetRecord] = (),
 ) -> TableSchema:
     """The schema of the label and static columns for the first cohort.
 
@@ -119,7 +145,8 @@ def learner_domain(
     (``epsilon=None``), read from the data and recorded as non-private. An
     estimated label is not nullable: the input contract requires a complete
     label, so that is public (learners whose label is not released are left
-    out instead, see ``BaseSequenceSynthesizer``).
+    out instead, see ``BaseSequenceSynthesizer``). ``later`` as in
+    :func:`discover_vocabulary`.
     """
     if given is not None:
         return given.select(list(learners.columns))
@@ -129,10 +156,12 @@ def learner_domain(
             inferred = infer_schema(learners)
         ctx.accountant.declare_nonprivate("label/static domain read from the data (epsilon=None)")
         return inferred
-    schema = estimate_schema(learners, epsilon=budget[0], delta=budget[1], accountant=ctx.accountant, noise=ctx.noise)
+    schema = estimate_schema(learners, epsilon=budget[0], delta=budget[1], accountant=ctx.accountant, noise=ctx.noise,
+                             later=later, label="label/static domain estimate")
     if label_column is None:
         return schema
-    return TableSchema(tuple(replace(c, nullable=False) if c.name == label_column else c for c in schema.columns))
+    return TableSchema(tuple(replace(c, nullable=False, fill=None) if c.name == label_column else c
+                             for c in schema.columns))
 
 
 def record_schema_privacy(schema: TableSchema | None, ctx: FitContext) -> None:

@@ -1,0 +1,108 @@
+"""Normalising one column against its :class:`~skdpsynth.schema.ColumnSpec` (the work of ``TableSchema.validate``).
+
+Messages name what is wrong without counts; a value from the data is shown as an
+example only for a draft schema (``public=False``): the messages of a confirmed
+schema show nothing of the data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from skdpsynth.schema import ColumnSpec
+
+__all__ = ["normalise_column"]
+
+_SEE = "to see the values present, draft a schema from the data (`skdpsynth schema draft DATA -o draft.json`)"
+
+
+def _example(values: Any, public: bool) -> str:
+    """An example of an offending value, only for a draft: a confirmed schema's messages show no data."""
+    return f" (e.g. {values!r})" if not public else ""
+
+
+def _missing_message() -> str:
+    return "missing values but the column is declared nullable=False (give it a 'fill' or make it nullable)"
+
+
+def _fill_missing(values: pd.Series, isna: np.ndarray, spec: ColumnSpec) -> tuple[pd.Series, str | None]:
+    """Missing values of a non-nullable column: its ``fill``, or an error message."""
+    if not isna.any() or spec.nullable:
+        return values, None
+    if spec.fill is None:
+        return values, _missing_message()
+    out = values.copy()
+    out[isna] = spec.fill
+    return out, None
+
+
+def normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool,
+                      public: bool = True) -> tuple[pd.Series | None, str | None, int]:
+    """The normalised column, or an error message (no counts; examples only for a draft), and how many clipped."""
+    if spec.kind in ("categorical", "boolean"):
+        return _normalise_categorical(col, spec, public)
+    isna = col.isna().to_numpy()
+    if isna.any() and not spec.nullable and spec.fill is None:
+        return None, _missing_message(), 0
+    if spec.kind in ("continuous", "integer"):
+        if pd.api.types.is_bool_dtype(col.dtype):
+            num = col.astype(float)
+        else:
+            num = pd.to_numeric(col, errors="coerce")
+        bad = num.isna().to_numpy() & ~isna
+        if bad.any():
+            return None, f"non-numeric values{_example(col[bad].iloc[0], public)} in a {spec.kind} column", 0
+        values = num.to_numpy(dtype=float)
+        if spec.kind == "integer":
+            frac = ~isna & (np.abs(values - np.round(values)) > 1e-9)
+            if frac.any():
+                return None, "non-whole values in an integer column; declare it continuous", 0
+        lo, hi = spec.numeric_bounds
+        outside = ~isna & ((values < lo) | (values > hi))
+        if outside.any() and not clip:
+            return None, f"values outside the public bounds [{lo}, {hi}]", 0
+        out, _ = _fill_missing(pd.Series(np.clip(values, lo, hi), index=col.index), isna, spec)
+        return out, None, int(outside.sum())
+    try:
+        ts = pd.to_datetime(col, errors="raise")
+    except (ValueError, TypeError):
+        return None, "values that are not dates/times", 0
+    if getattr(ts.dt, "tz", None) is not None:
+        ts = ts.dt.tz_convert(None)
+    ts = ts.astype("datetime64[ns]")
+    outside = ~isna & ((ts < spec.lower) | (ts > spec.upper)).to_numpy()
+    if outside.any() and not clip:
+        return None, f"values outside [{spec.lower}, {spec.upper}]", 0
+    out, _ = _fill_missing(ts.clip(spec.lower, spec.upper), isna, spec)
+    return out, None, int(outside.sum())
+
+
+def _normalise_categorical(col: pd.Series, spec: ColumnSpec,
+                           public: bool = True) -> tuple[pd.Series | None, str | None, int]:
+    # work on the distinct values only (C-level hashing), then broadcast back
+    codes, uniq = pd.factorize(col.to_numpy(dtype=object), use_na_sentinel=True)
+    if not spec.nullable and spec.fill is None and (codes == -1).any():
+        return None, _missing_message(), 0
+    uniq = [v.item() if isinstance(v, np.generic) else v for v in uniq]
+    if spec.kind == "boolean":
+        # True == 1 and False == 0 hash alike, so the numeric codes are covered too
+        mapping = {True: True, False: False, "True": True, "False": False, "true": True, "false": False}
+        uniq_norm = [mapping.get(v, "?") for v in uniq]
+        bad_codes = [i for i, m in enumerate(uniq_norm) if m == "?"]
+        if bad_codes:
+            return None, f"values that are not booleans{_example(uniq[bad_codes[0]], public)}", 0
+    else:
+        uniq_norm = uniq
+        unknown = sorted({repr(v) for v in uniq if v not in set(spec.categories)})
+        if unknown:
+            shown = (f" ({', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''})" if not public
+                     else f"; {_SEE}")
+            return None, f"values not among the schema's categories{shown}; add them to 'categories'", 0
+    # code -1 (missing) picks the trailing NaN, or the fill of a column that is not nullable
+    missing = spec.fill if not spec.nullable and spec.fill is not None else np.nan
+    values = np.array([*uniq_norm, missing], dtype=object)[codes]
+    return pd.Series(values, index=col.index, dtype=object), None, 0
