@@ -1,131 +1,59 @@
 """NPGC: a non-parametric Gaussian copula, differentially private end to end (papers/npgc-en.md).
 
-This module: the public cells, the noisy marginals and the estimator; the
-dependence (Kendall's tau, its private release, the copula) is in
-:mod:`skdpsynth.synthesizers._npgc_dependence`. Figures: ``docs/npgc.md``.
+This module: the estimator (fit from the exact sufficient statistics of a
+cohort, whether a table in memory, an iterable of chunks or a Dask DataFrame;
+sampling). The public cells are in :mod:`._npgc_cells`, the statistics in
+:mod:`._npgc_statistics`, the dependence (Kendall's tau, its private release)
+in :mod:`._npgc_dependence`, the tau-to-correlation bridge in
+:mod:`._npgc_bridge` and the sampler in :mod:`._npgc_copula`. Figures: ``docs/npgc.md``.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from skdpsynth._grid import ColumnGrid, _as_seconds, seconds_to_datetime
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, approx_dp_to_zcdp
-from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, gaussian_sigma, geometric_mechanism
-from skdpsynth.privacy._postprocess import project_to_simplex
+from skdpsynth.synthesizers._npgc_cells import NPGCColumnCells, build_cells
+from skdpsynth.synthesizers._npgc_copula import GaussianCopula
 from skdpsynth.synthesizers._npgc_dependence import (
-    GaussianCopula,
-    all_pairs_tau_a,
-    noisy_kendall_tau,
-    tau_to_correlation,
+    SMALL_TABLE,
+    exact_correlation,
+    plan_dependence,
+    release_correlation,
 )
+from skdpsynth.synthesizers._npgc_input import NPGCInput
+from skdpsynth.synthesizers._npgc_marginals import marginals_again, noisy_marginals, probabilities
+from skdpsynth.synthesizers._npgc_statistics import CohortStatistics, PairLayout, dependence_map, frame_statistics
+from skdpsynth.synthesizers._npgc_tables import TABLE_SHARE, TableForest, candidate_pairs, release_tables
 
-__all__ = ["NPGCSynthesizer"]
+__all__ = ["NPGCSynthesizer", "NPGCColumnCells", "build_cells"]
 
-logger = logging.getLogger(__name__)
-
-#: standard deviations below the noisy row count used as the public size ``a`` of the tau query
-_N_BOUND_Z = 3.0
+#: ``marginal_share="auto"``: for tables of at most SMALL_TABLE columns (tau of every pair), and wider ones
+AUTO_MARGINAL_SHARE = (0.5, 0.3)
 #: decode() ignores ``within`` for cells without width; passing it avoids drawing unused randomness
 _NO_WITHIN = np.zeros(0)
 
 
-@dataclass(frozen=True)
-class NPGCColumnCells(ColumnGrid):
-    """Public cells of one column, as :class:`ColumnGrid`, plus point cells at the bounds.
-
-    Binned columns (continuous, datetime, wide integer ranges) get one cell for
-    values exactly at each bound around the ``n_bins`` equal-width bins: point
-    masses at the bounds (zero amounts, values clipped to the public bounds) are
-    common. The layout depends on the schema only.
-    """
-
-    bound_cells: bool = False
-
-    @property
-    def n_value_cells(self) -> int:
-        """Number of cells holding values."""
-        return ColumnGrid.n_value_cells.fget(self) + (2 if self.bound_cells else 0)
-
-    def encode(self, values: pd.Series) -> np.ndarray:
-        """Cell index of every value (vectorised; values must satisfy the schema)."""
-        kind = self.spec.kind
-        if kind in ("categorical", "boolean"):
-            codes = pd.Categorical(values.to_numpy(dtype=object), categories=list(self.spec.categories)).codes
-            codes = codes.astype(np.int64)
-        else:
-            x = _as_seconds(values) if kind == "datetime" else values.to_numpy(dtype=float)
-            isna = np.isnan(x)
-            codes = np.full(len(x), -1, dtype=np.int64)
-            xv = x[~isna]
-            if self.integer_values is not None:
-                codes[~isna] = np.rint(xv).astype(np.int64) - int(self.integer_values[0])
-            else:
-                c = np.searchsorted(self.edges[1:-1], xv, side="right")
-                if self.bound_cells:
-                    c = np.where(xv <= self.edges[0], -1, np.where(xv >= self.edges[-1], len(self.edges) - 1, c)) + 1
-                codes[~isna] = c
-        missing = codes < 0
-        if missing.any():
-            if self.missing_cell is None:
-                raise ValueError(f"column {self.spec.name!r} has missing values but is not nullable.")
-            codes[missing] = self.missing_cell
-        return codes
-
-    def decode(self, codes: np.ndarray, rng: np.random.Generator, within: np.ndarray | None = None) -> pd.Series:
-        """Values for cell indices (see :meth:`ColumnGrid.decode`); point cells give the bound itself."""
-        if not self.bound_cells:
-            return ColumnGrid.decode(self, codes, rng, within)
-        n_bins = len(self.edges) - 1
-        codes = np.asarray(codes)
-        miss = codes == self.missing_cell if self.spec.nullable else np.zeros(len(codes), bool)
-        at_lo, at_hi = codes == 0, codes == n_bins + 1
-        inner = np.clip(codes - 1, 0, n_bins - 1)
-        u = rng.random(len(codes)) if within is None else within
-        lo, hi = self.edges[inner], self.edges[inner + 1]
-        x = lo + u * (hi - lo)
-        if self.spec.kind == "integer":
-            x = np.clip(np.floor(x + 0.5 * (hi - lo > 0)), np.ceil(lo), np.floor(hi))
-        x = np.where(at_lo, self.edges[0], np.where(at_hi, self.edges[-1], x))
-        x[miss] = np.nan
-        if self.spec.kind == "datetime":
-            return seconds_to_datetime(x)
-        return pd.Series(x)
-
-
-def build_cells(schema, n_bins: int, max_integer_cells: int) -> tuple[NPGCColumnCells, ...]:
-    """The public cell layout of every column of ``schema`` (nothing is read from data)."""
-    cells = []
-    for spec in schema.columns:
-        if spec.kind in ("categorical", "boolean"):
-            cells.append(NPGCColumnCells(spec, None, None))
-            continue
-        lo, hi = spec.numeric_bounds
-        if spec.kind == "integer" and hi - lo + 1 <= max(max_integer_cells, n_bins):
-            cells.append(NPGCColumnCells(spec, None, np.arange(int(lo), int(hi) + 1)))
-            continue
-        if hi == lo:
-            hi = lo + 1.0
-        cells.append(NPGCColumnCells(spec, np.linspace(lo, hi, n_bins + 1), None, bound_cells=True))
-    return tuple(cells)
-
-
-class NPGCSynthesizer(BaseTabularSynthesizer):
+class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
     """Non-parametric Gaussian copula (NPGC), differentially private end to end.
 
     Each column's distribution is a histogram (noisy under DP), the dependence
-    the correlation of a Gaussian copula estimated from Kendall's tau. Sampling
-    inverts each column's CDF at correlated normals; missing values occupy the
-    top slice of each column's unit interval, so missingness keeps its
-    relations with the other columns (papers/npgc-en.md).
+    the correlation of a Gaussian copula estimated from rank statistics
+    (Kendall's tau, or clipped normal scores of chosen pairs on wider tables),
+    plus, for wider tables with categorical columns, the two-way tables of a
+    forest of categorical pairs the copula cannot express. Sampling inverts
+    each column's CDF at correlated normals; missing values occupy the top
+    slice of each column's unit interval, so missingness keeps its relations
+    with the other columns (papers/npgc-en.md). The fit reads the data once,
+    chunk by chunk, into exact sufficient statistics (cell counts and pair
+    tables), so a table in memory, an iterable of DataFrames or a Dask
+    DataFrame (``fit(ddf)``; a schema is then required) give the same release
+    in bounded memory; the noise is added once, to the merged statistics.
 
     Parameters
     ----------
@@ -143,11 +71,15 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
     n_bins : int, default=32
         Equal-width bins per continuous / datetime column and wide integer column,
         plus one point cell at each bound (see :class:`NPGCColumnCells`).
-    max_integer_cells : int, default=200
-        Integer columns with at most this many values get one cell per value.
-    marginal_share : float, default=0.5
+    max_integer_cells : int, default=1024
+        Integer columns with at most this many values get one cell per value
+        (credits in steps of 15 or 30 keep their spikes; the noise of the empty
+        cells is removed by the simplex projection).
+    marginal_share : float or "auto", default="auto"
         Share of the model's budget (what the domain leaves) spent on the
-        marginals, the rest on the correlation (all of it with one column).
+        marginals, the rest on the dependence (all of it with one column).
+        ``"auto"``: 0.5 for tables of at most 5 columns, 0.3 for wider ones,
+        whose dependence has many more pairs to measure.
     domain_share : float, default=0.1
         Share of ``epsilon`` and ``delta`` spent on the domain when ``schema`` is None.
     stratified : bool, default=True
@@ -179,6 +111,11 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
         Per column, the probabilities sampled from (grid cells, or ``support_``).
     correlation_ : ndarray of shape (n_columns, n_columns)
         Latent Gaussian correlation (positive definite).
+    table_edges_ : list of (int, int)
+        ``(parent, child)`` column indices of the categorical pairs whose
+        two-way tables were released (chosen on the first cohort), in sampling order.
+    table_counts_ : list of ndarray of int64
+        Their released tables (parent cells x child cells), noisy, summed over cohorts.
     n_estimate_ : int
         Number of people seen, all cohorts: under DP the rounded sum of the
         cohorts' ``n_hat`` (post-processing of the noisy marginals).
@@ -189,38 +126,63 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
     -------
     Neighbouring relation: add or remove one person (one row). Protected: every
     value of every row, whether it is missing, and the number of people.
-    Public: the column names and dtypes, and ``schema`` when given. Every noisy
-    statistic is an integer plus integer noise; the domain, when not given, is
-    estimated under DP by the base class with ``domain_share`` of the budget.
+    Public: the column names and dtypes, and ``schema`` when given; the plan
+    (which statistics, how many pairs, the budget split) depends on ``d``, the
+    kinds and cells of the schema, the budget and released counts only. The
+    domain, when not given, is estimated under DP by the base class with
+    ``domain_share`` of the budget. ``rho`` below is what the domain leaves
+    (:meth:`BudgetAccountant.remaining_rho`); with ``delta=0`` every zCDP
+    mechanism below is replaced by its pure counterpart (geometric / Laplace
+    noise at the L1 sensitivity, the pure exponential mechanism) on the same
+    shares of the epsilon left.
 
     *Marginals*: each column's histogram over its public cells (missing cell
     included) changes by 1 in one cell per person, so the d histograms form one
     integer vector of L2 sensitivity ``sqrt(d)``: discrete Gaussian mechanism at
-    ``rho_m = marginal_share * rho`` (``rho`` = what the domain leaves,
-    :meth:`BudgetAccountant.remaining_rho`); with ``delta=0``, geometric noise
-    (L1 sensitivity d) at ``marginal_share`` of the epsilon left.
+    ``rho_m = share * rho`` (``marginal_share``). *Row count*: never read. Each
+    noisy histogram sums to n plus noise; their inverse-variance average
+    ``n_hat`` and ``a = max(2, floor(n_hat - 3 sd))`` are post-processing.
 
-    *Row count*: never read. Each noisy histogram sums to n plus noise; their
-    inverse-variance average ``n_hat`` and ``a = max(2, floor(n_hat - 3 sd))``
-    are post-processing of released counts.
+    *Dependence*, at ``rho_c = rho - rho_m`` (:func:`~._npgc_dependence.plan_dependence`):
 
-    *Dependence*: per column pair, concordant minus discordant pairs on the data
-    padded with ``max(0, a - n)`` dummies in cell (0, 0), re-expressed on the
-    public ``C(a, 2)`` pairs: integers of sensitivity ``2 (a - 1)`` for every
-    ``a`` (proof in :func:`~skdpsynth.synthesizers._npgc_dependence.noisy_kendall_tau`).
-    The ``P = d (d - 1) / 2`` pairs get one discrete Gaussian mechanism (L2
-    ``sqrt(P) 2 (a - 1)``) at ``rho_c = rho - rho_m``, or geometric noise (L1
-    ``P 2 (a - 1)``) when ``delta=0``; divided by ``C(a, 2)`` they are tau-a.
+    * up to 5 columns, every pair's Kendall's tau at once: concordant minus
+      discordant pairs on the data padded with ``max(0, a - n)`` dummies in
+      cell (0, 0), re-expressed on the public ``C(a, 2)`` pairs, integers of
+      sensitivity ``2 (a - 1)`` per pair for every ``a`` (proof in
+      :func:`~._npgc_dependence.noisy_kendall_tau`); one discrete Gaussian
+      mechanism on the ``P`` pairs, L2 ``sqrt(P) 2 (a - 1)``;
+    * wider tables, clipped normal scores (:mod:`._npgc_scores`): per pair the
+      sum over people of ``s_i(x_i) s_j(x_j)``, public scores bounded by
+      ``b_i`` (from the released marginals), so one person moves a set ``E`` of
+      pairs by at most ``sqrt(sum_E b_i^2 b_j^2)`` in L2. Every pair at once
+      (one Gaussian mechanism) when that is precise enough; otherwise ``1.5 d``
+      pairs in 4 rounds, each pair chosen by the exponential mechanism
+      (utility: its distance from the copula fitted so far, sensitivity ``max
+      b_i b_j``; ``rho_c / 2`` over all choices) and each round's pairs
+      measured together (``rho_c / 2`` over the rounds); proof in
+      :func:`~._npgc_scores.adaptive_scores`. When even that would be noise
+      (a few hundred people for dozens of columns), ``rho_c`` measures the
+      marginals a second time instead and the two are averaged by precision;
+    * with candidate categorical pairs (tables over 5 columns), a third of
+      ``rho_c`` releases two-way tables of a forest of them (up to 8, chosen
+      by the exponential mechanism, utility the L1 distance from the fitted
+      copula's table, sensitivity 1; then one discrete Gaussian mechanism, L2
+      ``sqrt(k)``); proof in :func:`~._npgc_tables.release_tables`.
 
-    *Post-processing*: simplex projection of the counts (total ``n_hat``); tau
-    to the latent correlation (tie-aware bridge), nearest correlation matrix; sampling.
+    *Post-processing*: simplex projection of the counts (total ``n_hat``);
+    each statistic to the latent correlation by the copula's own expectation
+    (:mod:`._npgc_bridge`); unmeasured pairs by maximum entropy; the tables
+    projected and raked to the marginals; sampling.
 
-    *Accounting*: rho_m + rho_c = rho, converted once to (epsilon, delta -
-    delta_domain) (Canonne, Kamath & Steinke 2020): a cohort never spends more
-    than (``epsilon``, ``delta``). ``partial_fit`` spends a fresh budget on the
-    new cohort only, adds its noisy counts and averages the correlations
-    weighted by ``n_hat``. The PyPI reference ``npgc`` 0.3.0 is not DP (see
-    ``docs/npgc.md``).
+    *Accounting*: everything is zCDP (or pure), ``rho_m + rho_c = rho``, converted
+    once to (epsilon, delta - delta_domain) (Canonne, Kamath & Steinke 2020): a
+    cohort never spends more than (``epsilon``, ``delta``). ``partial_fit``
+    spends a fresh budget on the new cohort only (the tables of the first
+    cohort's pairs, without choosing), adds its noisy counts and averages the
+    correlations weighted by ``n_hat``. Fitting from chunks or a Dask DataFrame
+    computes the same exact statistics and adds the noise once: the same
+    release, the same accounting. The PyPI reference ``npgc`` 0.3.0 is not DP
+    (see ``docs/npgc.md``).
 
     Examples
     --------
@@ -241,13 +203,13 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 2, None, closed="left")],
         "max_integer_cells": [Interval(Integral, 1, None, closed="left")],
-        "marginal_share": [Interval(Real, 0, 1, closed="neither")],
+        "marginal_share": [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})],
         "stratified": ["boolean"],
         "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
     }
 
-    def __init__(self, *, epsilon=1.0, delta=1e-6, schema=None, n_bins=32, max_integer_cells=200,
-                 marginal_share=0.5, domain_share=0.1, stratified=True, cohort_composition="parallel",
+    def __init__(self, *, epsilon=1.0, delta=1e-6, schema=None, n_bins=32, max_integer_cells=1024,
+                 marginal_share="auto", domain_share=0.1, stratified=True, cohort_composition="parallel",
                  random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
         self.delta = delta
@@ -270,41 +232,85 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
         return [BudgetRecord("geometric", "NPGC model", "pure", epsilon=eps_left)]
 
     # -- fitting ------------------------------------------------------------------------
-    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+    def _fit_table(self, X: pd.DataFrame | CohortStatistics, ctx: FitContext) -> None:
+        """Fit from the cohort's statistics (computed by :meth:`_check_input`, or here from the normalised table)."""
         if ctx.first:
             self._start_model()
+        if not isinstance(X, CohortStatistics):  # the domain was estimated or read from this table first
+            X = frame_statistics(X, self.cells_, exact_values=not ctx.accountant.private)
+        self._fit_statistics(X, ctx)
+
+    def _fit_statistics(self, stats: CohortStatistics, ctx: FitContext) -> None:
+        """Noisy marginals, then the dependence, from the cohort's exact statistics; fold the cohort in."""
         private = ctx.accountant.private
         cells = np.array([g.n_cells for g in self.cells_])
         d = len(cells)
-        codes = np.column_stack([g.encode(X[g.spec.name]) for g in self.cells_])
         offsets = np.concatenate([[0], np.cumsum(cells)])
-        exact = np.bincount((codes + offsets[:-1]).ravel(), minlength=int(offsets[-1]))
+        plan, costs = None, None
+        tables_on = self._candidates.any() if ctx.first else bool(self.table_edges_)
         if private:
             costs = self._split_budget(ctx.accountant, d)
-            counts, n_hat, a = self._noisy_marginals(exact, cells, offsets, costs[0], ctx)
+            counts, n_hat, a, var_cell = noisy_marginals(stats.counts, cells, offsets, costs[0], ctx)
             self._exact_only = False
+            plan, tables_on = self._plan(d, a, costs[1], tables_on)
+            if plan is not None and plan.statistic == "none":
+                counts, n_hat = marginals_again(stats, counts, var_cell, cells, offsets, costs[1], ctx)
         else:
-            counts, n_hat = exact, float(len(X))
+            counts, n_hat = stats.counts, float(stats.n)
             ctx.accountant.declare_nonprivate(f"histograms of all {d} columns (exact empirical marginals)")
-            self._update_ecdf(X)
+            self._merge_ecdf(stats.ecdf)
         per_col = [counts[offsets[j]:offsets[j + 1]] for j in range(d)]
-        probs = [_probabilities(c, n_hat if private else None) for c in per_col]
-        corr = np.eye(d)
-        if d > 1:
-            if private:
-                tau = noisy_kendall_tau(codes, cells, a, noise=ctx.noise, accountant=ctx.accountant, **costs[1])
-            else:
-                tau = all_pairs_tau_a(codes, cells)
-                ctx.accountant.declare_nonprivate(f"Kendall's tau of all {len(tau)} column pairs")
-            corr = tau_to_correlation(np.clip(tau, -1.0, 1.0), probs, n_hat, d)
+        probs = [probabilities(c, n_hat if private else None) for c in per_col]
+        dep = [np.bincount(dependence_map(g), weights=p) for g, p in zip(self.cells_, probs)]  # the tables' cells
+        corr, tables = np.eye(d), []
+        if plan is not None and plan.statistic != "none":
+            copula_cost = _share(costs[1], 1.0 - TABLE_SHARE if tables_on else 1.0)
+            corr = release_correlation(stats.tables, stats.n, a, dep, n_hat, copula_cost, noise=ctx.noise,
+                                       accountant=ctx.accountant)
+        elif d > 1 and not private:
+            corr = exact_correlation(stats.tables, stats.n, dep)
+            ctx.accountant.declare_nonprivate(f"Kendall's tau of all {d * (d - 1) // 2} column pairs")
+        if tables_on:
+            edges, tables = release_tables(stats.tables, PairLayout([len(p) for p in dep]), self._candidates, dep,
+                                           corr, n_hat, _share(costs[1], TABLE_SHARE) if private else None,
+                                           noise=ctx.noise, accountant=ctx.accountant,
+                                           edges=None if ctx.first else self.table_edges_)
+            if ctx.first:
+                self.table_edges_ = edges
+        if tables:
+            old = self.table_counts_ or [np.zeros_like(t) for t in tables]
+            self.table_counts_ = [o + t for o, t in zip(old, tables)]
         # fold the cohort in (post-processing)
         self.cell_counts_ = [old + new for old, new in zip(self.cell_counts_, per_col)]
         self.cohort_sizes_ = [*self.cohort_sizes_, float(n_hat)]
         self._cohort_correlations = [*self._cohort_correlations, corr]
         self._refresh()
 
+    @staticmethod
+    def _plan(d: int, a: int, cost: dict, tables_on: bool):
+        """The dependence plan, and whether two-way tables are measured (public: d, a, the budget).
+
+        The tables take ``TABLE_SHARE`` of the dependence budget only when the
+        copula can still measure every pair at once with the rest; a table too
+        small for that needs all of it for the copula.
+        """
+        if d == 1:
+            return None, False
+        if tables_on:
+            plan = plan_dependence(d, a, _share(cost, 1.0 - TABLE_SHARE))
+            if plan.statistic == "scores" and plan.rounds == 0:
+                return plan, True
+        return plan_dependence(d, a, cost), False
+
     def _start_model(self) -> None:
         self.cells_ = build_cells(self.schema_, self.n_bins, self.max_integer_cells)
+        maps = [dependence_map(g) for g in self.cells_]
+        sizes = np.array([int(m.max()) + 1 for m in maps])
+        merged = np.array([len(m) != s for m, s in zip(maps, sizes)])
+        kinds = [g.spec.kind for g in self.cells_]
+        self._candidates = (candidate_pairs(kinds, sizes, merged) if len(kinds) > SMALL_TABLE
+                            else np.zeros(len(kinds) * (len(kinds) - 1) // 2, dtype=bool))
+        self.table_edges_, self.table_counts_ = [], []
         self.cell_counts_ = [np.zeros(g.n_cells, dtype=np.int64) for g in self.cells_]
         self._ecdf = [None if g.spec.kind in ("categorical", "boolean") else {} for g in self.cells_]
         self._exact_only = True
@@ -313,7 +319,7 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
 
     def _split_budget(self, accountant: BudgetAccountant, d: int) -> tuple[dict, dict | None]:
         """Costs of the marginals and of the tau vector (``{"rho": .}`` or ``{"epsilon": .}``), checked up front."""
-        share = self.marginal_share if d > 1 else 1.0
+        share = self._marginal_share(d)
         zcdp = accountant.delta_zcdp > 0
         total = accountant.remaining_rho() if zcdp else accountant.remaining_epsilon()
         key = "rho" if zcdp else "epsilon"
@@ -322,53 +328,40 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
         accountant.require(plan, what=f"{type(self).__name__}.fit")
         return costs
 
-    def _noisy_marginals(self, exact, cells, offsets, cost: dict, ctx: FitContext):
-        """Noisy integer histograms of all columns in one mechanism; returns (counts, n_hat, a)."""
-        d = len(cells)
-        kw = {"noise": ctx.noise, "accountant": ctx.accountant,
-              "target": f"histograms of all {d} columns on the public grid ({int(offsets[-1])} cells)"}
-        if "rho" in cost:
-            noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=math.sqrt(d), rho=cost["rho"], **kw)
-            var_cell = gaussian_sigma(math.sqrt(d), cost["rho"]) ** 2  # the discrete Gaussian's variance is <= this
-        else:
-            noisy = geometric_mechanism(exact, sensitivity=float(d), epsilon=cost["epsilon"], **kw)
-            alpha = math.exp(-cost["epsilon"] / d)
-            var_cell = 2 * alpha / (1 - alpha) ** 2
-        # every column's noisy histogram sums to n + noise: inverse-variance average (post-processing)
-        sums = np.add.reduceat(noisy, offsets[:-1]).astype(float)
-        w = 1.0 / cells.astype(float)
-        n_hat = float(np.sum(w * sums) / w.sum())
-        sd = math.sqrt(var_cell / w.sum())
-        a = max(2, math.floor(n_hat - _N_BOUND_Z * sd))
-        logger.debug("NPGC: noisy n %.1f (sd %.2f), public size of the tau query %d", n_hat, sd, a)
-        return noisy, max(n_hat, 0.0), a
+    def _marginal_share(self, d: int) -> float:
+        """Share of the model's budget for the marginals (``"auto"``: from the number of columns, public)."""
+        if d == 1:
+            return 1.0
+        if self.marginal_share != "auto":
+            return float(self.marginal_share)
+        return AUTO_MARGINAL_SHARE[0] if d <= SMALL_TABLE else AUTO_MARGINAL_SHARE[1]
 
-    def _update_ecdf(self, X: pd.DataFrame) -> None:
-        """Exact empirical CDFs of numeric / datetime columns (non-private mode only)."""
-        for j, g in enumerate(self.cells_):
-            if self._ecdf[j] is None:
+    def _merge_ecdf(self, ecdf: list | None) -> None:
+        """Fold exact empirical CDFs of numeric / datetime columns in (non-private mode only)."""
+        for j, new in enumerate(ecdf or []):
+            if self._ecdf[j] is None or new is None:
                 continue
-            col = X[g.spec.name]
-            vals = col.dropna().to_numpy().astype("datetime64[ns]" if g.spec.kind == "datetime" else float)
-            uniq, cnt = np.unique(vals, return_counts=True)
+            values, counts, missing = new
             old = self._ecdf[j]
             if old:
-                uniq, inv = np.unique(np.concatenate([old["values"], uniq]), return_inverse=True)
-                cnt = np.bincount(inv, weights=np.concatenate([old["counts"], cnt]))
-            self._ecdf[j] = {"values": uniq, "counts": cnt.astype(float),
-                             "missing": (old.get("missing", 0.0) if old else 0.0) + float(col.isna().sum())}
+                values, inv = np.unique(np.concatenate([old["values"], values]), return_inverse=True)
+                counts = np.bincount(inv, weights=np.concatenate([old["counts"], counts]))
+            self._ecdf[j] = {"values": values, "counts": np.asarray(counts, dtype=float),
+                             "missing": (old.get("missing", 0.0) if old else 0.0) + float(missing)}
 
     def _refresh(self) -> None:
         """Recompute the sampling state from the accumulated statistics (post-processing)."""
         total = float(sum(self.cohort_sizes_))
         self.n_estimate_ = max(int(round(total)), 1)
-        probs = [_probabilities(c, None if self._exact_only else total) for c in self.cell_counts_]
+        probs = [probabilities(c, None if self._exact_only else total) for c in self.cell_counts_]
         self.support_ = self._exact_support(probs) if self._exact_only else None
         self.probabilities_ = probs
         self._numeric_categories = [self._numeric_lookup(g) for g in self.cells_]
         weights = np.maximum(np.asarray(self.cohort_sizes_, dtype=float), 1.0)
         corr = sum(w * c for w, c in zip(weights, self._cohort_correlations)) / weights.sum()
-        self._copula = GaussianCopula(corr, probs)
+        forest = TableForest(self.table_edges_, self.table_counts_)
+        children = [(p, c, cum) for (p, c), cum in zip(forest.edges, forest.conditionals(probs, total))]
+        self._copula = GaussianCopula(corr, probs, children)
         self.correlation_ = self._copula.correlation
 
     def _exact_support(self, probs: list[np.ndarray]) -> list[np.ndarray | None]:
@@ -412,8 +405,6 @@ class NPGCSynthesizer(BaseTabularSynthesizer):
         return pd.DataFrame(out, copy=False)
 
 
-def _probabilities(counts: np.ndarray, total: float | None) -> np.ndarray:
-    """Cell probabilities: exact counts normalised, or noisy counts projected onto the simplex of ``total``."""
-    if total is None:
-        return counts / max(counts.sum(), 1.0)
-    return project_to_simplex(counts, max(total, 1.0)) / max(total, 1.0)
+def _share(cost: dict, share: float) -> dict:
+    """``share`` of a cost ``{"rho": .}`` or ``{"epsilon": .}``."""
+    return {k: v * share for k, v in cost.items()}

@@ -1,59 +1,70 @@
-"""NPGC's dependence: Kendall's tau of every column pair, its private release, and the latent correlation.
+"""NPGC's dependence: Kendall's tau of column pairs, its private release, and the latent correlation.
 
 * Exact pair counts: ``S`` = concordant minus discordant pairs of two
   discretised columns, an integer computed from their contingency table
-  (:func:`concordance`, :func:`all_pairs_concordance`).
-* The private release: :func:`noisy_kendall_tau` (integer noise on an integer
-  numerator; the sensitivity argument is in its docstring).
-* Post-processing: tau-a to the latent correlation of a Gaussian copula, with
-  the tie-aware bridge for coarse columns (:func:`tau_to_correlation`), the
-  repair to the nearest correlation matrix (:func:`nearest_correlation`), and
-  the copula over the (noisy) marginals that samples cells (:class:`GaussianCopula`).
+  (:func:`concordances`, O(cells) per pair, vectorised over the pairs).
+* The private release (:func:`release_correlation`): every pair's tau at once,
+  integer noise on integer numerators (:func:`noisy_kendall_tau`), or, when that
+  would drown the pairs in noise, chosen pairs measured with clipped normal
+  scores (:mod:`._npgc_scores`); the sensitivity arguments are in their docstrings.
+* Post-processing: tau to the latent correlation (:mod:`._npgc_bridge`), the
+  unmeasured pairs by maximum entropy, the repair to a correlation matrix.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri, owens_t
 
 from skdpsynth.privacy._accounting import BudgetAccountant
 from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism
 from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.synthesizers._npgc_bridge import PairBridge, nearest_correlation
+from skdpsynth.synthesizers._npgc_scores import CLIP, adaptive_scores
+from skdpsynth.synthesizers._npgc_statistics import PairLayout
 
-__all__ = ["concordance", "kendall_tau_a", "all_pairs_concordance", "all_pairs_tau_a", "public_numerator",
-           "noisy_kendall_tau", "tau_to_correlation", "bridge_correlation", "model_tau", "bvn_cdf",
-           "nearest_correlation", "cholesky", "GaussianCopula"]
+__all__ = ["concordance", "concordances", "kendall_tau_a", "pair_tables", "all_pairs_concordance",
+           "all_pairs_tau_a", "public_numerator", "pair_numerators", "noisy_kendall_tau", "DependencePlan",
+           "plan_dependence", "release_correlation", "exact_correlation", "tau_to_correlation",
+           "nearest_correlation"]
 
-#: smallest eigenvalue kept by the nearest-correlation repair
-_EIG_FLOOR = 1e-6
-#: rows drawn at a time by i.i.d. sampling
-_CHUNK = 1 << 16
+#: tables with at most this many columns measure every pair's Kendall's tau at once
+SMALL_TABLE = 5
+#: wider ones measure every pair's normal scores at once when that leaves a correlation noise sd at most this
+ALL_PAIRS_SD = 0.03
+#: ... and no dependence at all (the budget measures the marginals again) when even chosen pairs would be this noisy
+OUT_OF_REACH_SD = 0.25
+#: slope of the expected clipped-score product in r at 0 for two continuous columns: (2 Phi(1) - 1)^2
+_SCORE_SLOPE = 0.466
+#: otherwise this many pairs per column are measured, chosen adaptively (:func:`~._npgc_scores.adaptive_scores`) ...
+PAIRS_PER_COLUMN = 1.5
+#: ... in this many rounds ...
+ROUNDS = 4
+#: ... with this share of the dependence budget spent on choosing them
+SELECTION_SHARE = 0.5
 
 
 # ---------------------------------------------------------------------------------------- exact pair counts
-def _bilinear(a: np.ndarray, b: np.ndarray):
-    """``sum a[x, y] * (b(x' > x, y' > y) - b(x' > x, y' < y))``; ``_bilinear(t, t)`` is ``S`` of table ``t``.
+def concordances(tables: np.ndarray) -> np.ndarray:
+    """``S`` (concordant minus discordant pairs) of every table of a stack (P, nx, ny), exactly (int64).
 
-    ``ge[i, l]`` counts ``x >= i, y >= l`` and ``le[i, l]`` counts ``x >= i, y <= l`` (2-D cumulative sums), so
-    the cost is O(cells). Integer tables give an exact integer.
+    ``ge[i, l]`` counts ``x >= i, y >= l`` and ``le[i, l]`` counts ``x >= i, y <= l`` (2-D cumulative sums),
+    so the cost is O(cells) per table; tied pairs (same row or same column) count 0.
     """
-    ge = b[::-1, ::-1].cumsum(0).cumsum(1)[::-1, ::-1]
-    le = b[::-1, :].cumsum(0)[::-1, :].cumsum(1)
-    return (a[:-1, :-1] * ge[1:, 1:]).sum() - (a[:-1, 1:] * le[1:, :-1]).sum()
+    t = np.asarray(tables, dtype=np.int64)
+    if t.shape[-2] < 2 or t.shape[-1] < 2:
+        return np.zeros(t.shape[:-2], dtype=np.int64)
+    ge = t[..., ::-1, ::-1].cumsum(-2).cumsum(-1)[..., ::-1, ::-1]
+    le = t[..., ::-1, :].cumsum(-2)[..., ::-1, :].cumsum(-1)
+    return ((t[..., :-1, :-1] * ge[..., 1:, 1:]).sum((-2, -1))
+            - (t[..., :-1, 1:] * le[..., 1:, :-1]).sum((-2, -1)))
 
 
 def concordance(table: np.ndarray) -> int:
-    """Concordant minus discordant pairs ``S`` of a contingency table (rows and columns ordered), exactly.
-
-    Tied pairs (same row or same column) count 0.
-    """
-    t = np.asarray(table, dtype=np.int64)
-    if t.shape[0] < 2 or t.shape[1] < 2:
-        return 0
-    return int(_bilinear(t, t))
+    """``S`` of one contingency table (rows and columns ordered), exactly."""
+    return int(concordances(np.asarray(table)[None])[0])
 
 
 def _table(codes_x: np.ndarray, codes_y: np.ndarray, nx: int, ny: int) -> np.ndarray:
@@ -71,30 +82,29 @@ def kendall_tau_a(codes_x: np.ndarray, codes_y: np.ndarray, nx: int, ny: int, pa
     return concordance(table) / math.comb(m, 2) if m >= 2 else 0.0
 
 
-def _pair_tables(codes: np.ndarray, cells: np.ndarray) -> Iterator[np.ndarray]:
-    """Contingency tables of every pair ``(i < j)`` of columns, in ``np.triu_indices`` order.
-
-    One ``bincount`` per column ``i`` builds its tables against all later columns at once (O(n d) per column).
-    """
-    d = codes.shape[1]
-    for i in range(d - 1):
-        offs = np.concatenate([[0], np.cumsum(cells[i + 1:])])
-        width = int(offs[-1])
-        keys = codes[:, i:i + 1] * width + (codes[:, i + 1:] + offs[:-1])
-        block = np.bincount(keys.ravel(), minlength=int(cells[i]) * width).reshape(int(cells[i]), width)
-        for k in range(d - 1 - i):
-            yield block[:, offs[k]:offs[k + 1]]
+def pair_tables(codes: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, PairLayout]:
+    """Contingency tables of every pair ``(i < j)`` of columns of cell codes, flat (:class:`PairLayout`)."""
+    layout = PairLayout(cells)
+    flat = np.zeros(layout.size, dtype=np.int64)
+    if codes.shape[1] > 1:
+        layout.add(flat, np.asarray(codes, dtype=np.int64))
+    return flat, layout
 
 
 def all_pairs_concordance(codes: np.ndarray, cells: np.ndarray, pad: int = 0) -> np.ndarray:
     """``S`` of every pair of columns (``np.triu_indices`` order), with ``pad`` dummies in cell (0, 0); int64."""
+    return padded_concordances(*pair_tables(codes, cells), pad)
+
+
+def padded_concordances(tables: np.ndarray, layout: PairLayout, pad: int = 0) -> np.ndarray:
+    """``S`` of every pair's table with ``pad`` dummy people added in cell (0, 0), ``np.triu_indices`` order."""
     out = []
-    for table in _pair_tables(codes, cells):
+    for _, block in layout.blocks(tables):
         if pad > 0:
-            table = table.copy()
-            table[0, 0] += pad
-        out.append(concordance(table))
-    return np.asarray(out, dtype=np.int64)
+            block = block.copy()
+            block[:, 0, 0] += pad
+        out.append(concordances(block))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 def all_pairs_tau_a(codes: np.ndarray, cells: np.ndarray, pad: int = 0) -> np.ndarray:
@@ -116,11 +126,22 @@ def public_numerator(s: np.ndarray, m: int, a: int) -> np.ndarray:
     return np.array([(2 * int(v) * ca + cm) // (2 * cm) for v in s], dtype=np.int64)
 
 
+def pair_numerators(tables: np.ndarray, layout: PairLayout, n: int, a: int) -> np.ndarray:
+    """The released query before noise: every pair's padded ``S`` on ``C(a, 2)`` pairs (private, exact)."""
+    m = max(n, a)
+    return public_numerator(padded_concordances(tables, layout, m - n), m, a)
+
+
 # ---------------------------------------------------------------------------------------- private release
-def noisy_kendall_tau(codes: np.ndarray, cells: np.ndarray, a: int, *, noise: NoiseSource,
-                      accountant: BudgetAccountant, rho: float | None = None,
-                      epsilon: float | None = None) -> np.ndarray:
-    """Kendall's tau-a of all ``P`` column pairs, released with integer noise; rho-zCDP (or epsilon-DP).
+def _tau_target(p: int, a: int, what: str | None = None) -> str:
+    pairs = f"all {p} column pairs" if what is None else f"{p} column pairs {what}"
+    return (f"Kendall's tau of {pairs} (padded to at least {a} people; concordant minus "
+            f"discordant pairs on C({a}, 2) pairs)")
+
+
+def noisy_kendall_tau(q: np.ndarray, a: int, *, noise: NoiseSource, accountant: BudgetAccountant,
+                      rho: float | None = None, epsilon: float | None = None, what: str | None = None) -> np.ndarray:
+    """Kendall's tau-a of ``P`` column pairs, released with integer noise; rho-zCDP (or epsilon-DP).
 
     Neighbouring relation: add or remove one person (one row).
 
@@ -128,7 +149,7 @@ def noisy_kendall_tau(codes: np.ndarray, cells: np.ndarray, a: int, *, noise: No
     (0, 0), so the query sees ``m = max(n, a)`` people, where ``a >= 2`` is
     public (derived from already released counts). Per pair, ``tau = S /
     C(m, 2)`` and the released integer is ``q = round(tau C(a, 2))``
-    (:func:`public_numerator`): ``S`` itself whenever ``n <= a``.
+    (:func:`public_numerator`, :func:`pair_numerators`): ``S`` itself whenever ``n <= a``.
 
     *Sensitivity of q: 2 (a - 1) per pair.* Let ``D' = D + one person``, ``|D|
     = n``. (i) ``n < a``: both are padded to exactly ``a`` people and ``D'``
@@ -146,6 +167,8 @@ def noisy_kendall_tau(codes: np.ndarray, cells: np.ndarray, a: int, *, noise: No
     with integer shifts). The raw ``S`` would not do: it moves by up to ``n``
     when ``n >= a``, a private and unbounded sensitivity; rescaling to the
     public ``C(a, 2)`` pairs bounds it. On the tau scale: ``4 / a`` per pair.
+    Coarsening a column's cells (public, :func:`~._npgc_statistics.dependence_map`)
+    changes none of this: the person still has one cell per column.
 
     *Mechanism.* One person moves every pair, so the vector ``q`` has L2
     sensitivity ``sqrt(P) 2 (a - 1)`` (discrete Gaussian, rho-zCDP) and L1
@@ -157,233 +180,132 @@ def noisy_kendall_tau(codes: np.ndarray, cells: np.ndarray, a: int, *, noise: No
 
     Parameters
     ----------
-    codes : ndarray of int, shape (n, d)
-        Cell of every value (private).
-    cells : ndarray of int, shape (d,)
-        Number of cells of each column (public).
+    q : ndarray of int
+        The exact numerators of the pairs (:func:`pair_numerators`; private).
     a : int
         Public lower size of the query (>= 2).
     noise, accountant
         Where the noise comes from and where the cost is charged.
     rho, epsilon : float
         Exactly one: the zCDP or pure-DP cost.
+    what : str, optional
+        How the pairs were chosen, for the budget log (None: all pairs).
 
     Returns
     -------
     ndarray of float
-        Noisy tau-a of every pair (``np.triu_indices`` order), not clipped.
+        Noisy tau-a of every pair, not clipped.
     """
     a = int(a)
     if a < 2 or (rho is None) == (epsilon is None):
         raise ValueError("noisy_kendall_tau needs a >= 2 and exactly one of rho and epsilon.")
-    n = codes.shape[0]
-    m = max(n, a)
-    q = public_numerator(all_pairs_concordance(codes, cells, pad=m - n), m, a)
     p, k = len(q), 2 * (a - 1)
-    target = (f"Kendall's tau of all {p} column pairs (padded to at least {a} people; concordant minus "
-              f"discordant pairs on C({a}, 2) pairs)")
+    kw = {"noise": noise, "accountant": accountant, "target": _tau_target(p, a, what)}
     if rho is not None:
-        noisy = discrete_gaussian_mechanism(q, l2_sensitivity=math.sqrt(p) * k, rho=rho, noise=noise,
-                                            accountant=accountant, target=target)
+        noisy = discrete_gaussian_mechanism(q, l2_sensitivity=math.sqrt(p) * k, rho=rho, **kw)
     else:
-        noisy = geometric_mechanism(q, sensitivity=float(p * k), epsilon=epsilon, noise=noise,
-                                    accountant=accountant, target=target)
+        noisy = geometric_mechanism(q, sensitivity=float(p * k), epsilon=epsilon, **kw)
     return noisy / math.comb(a, 2)
 
 
-# ---------------------------------------------------------------------------------------- tau -> correlation
-def bvn_cdf(h: np.ndarray, k: np.ndarray, r: float) -> np.ndarray:
-    """Bivariate standard normal CDF ``P(Z1 <= h_a, Z2 <= k_b)`` on a grid, correlation ``|r| < 1``.
+@dataclass(frozen=True)
+class DependencePlan:
+    """How the dependence budget is spent (public: from d, a and the budget only).
 
-    Owen's (1956) formula with Owen's T function (vectorised):
-    ``Phi2(h, k) = (Phi(h) + Phi(k)) / 2 - T(h, a_h) - T(k, a_k) - [h k < 0] / 2``.
+    Attributes
+    ----------
+    statistic : {"tau", "scores", "none"}
+        Kendall's tau (:func:`noisy_kendall_tau`), clipped normal scores
+        (:mod:`._npgc_scores`), or nothing: the dependence is out of reach and
+        its budget measures the marginals a second time.
+    n_pairs : int
+        Pairs measured (all of them, or as many chosen adaptively).
+    rounds : int
+        Rounds of choosing then measuring (0: all pairs at once, nothing chosen).
+    selection : float
+        Share of the dependence budget spent on choosing the pairs.
     """
-    hh = np.asarray(h, dtype=float)[:, None]
-    kk = np.asarray(k, dtype=float)[None, :]
-    hh = np.where(np.abs(hh) < 1e-10, 1e-10, hh)
-    kk = np.where(np.abs(kk) < 1e-10, 1e-10, kk)
-    sq = math.sqrt(1.0 - r * r)
-    t1 = owens_t(hh, (kk - r * hh) / (hh * sq))
-    t2 = owens_t(kk, (hh - r * kk) / (kk * sq))
-    return 0.5 * ndtr(hh) + 0.5 * ndtr(kk) - t1 - t2 - 0.5 * (hh * kk < 0)
+
+    statistic: str
+    n_pairs: int
+    rounds: int
+    selection: float
 
 
-def _thresholds(p: np.ndarray) -> np.ndarray:
-    """Latent normal cut points between the non-empty cells of a marginal."""
-    q = p[p > 1e-12]
-    q = q / q.sum()
-    return ndtri(np.clip(np.cumsum(q)[:-1], 1e-12, 1 - 1e-12))
+def plan_dependence(d: int, a: int, cost: dict) -> DependencePlan:
+    """The dependence release for ``d`` columns, a public size ``a`` and the dependence budget ``cost``.
 
-
-def model_tau(h: np.ndarray, k: np.ndarray, r: float, grad: bool = False):
-    """Population tau-a of two columns discretised at latent cut points ``h``, ``k`` of a Gaussian copula.
-
-    With ``grad=True`` also returns d tau / d r (``d Phi2 / d r`` is the bivariate normal density).
+    Up to ``SMALL_TABLE`` columns: every pair's Kendall's tau at once. Wider
+    tables: clipped normal scores, whose noise per pair is about a third of
+    tau's (:mod:`._npgc_scores`); every pair at once when that leaves a latent
+    correlation noise sd of at most ``ALL_PAIRS_SD`` (approximately ``sqrt(P)
+    C^2 / (0.47 a sqrt(2 rho))``, or the Laplace sd with ``epsilon``), else
+    ``PAIRS_PER_COLUMN * d`` pairs chosen adaptively: the noise grows with the
+    number of pairs measured while the pairs that matter do not. When even
+    those would carry a noise sd above ``OUT_OF_REACH_SD`` (a few hundred
+    people for dozens of columns at epsilon 1), no dependence is measured.
     """
-    if len(h) == 0 or len(k) == 0:
-        return (0.0, 0.0) if grad else 0.0
-    grid = np.zeros((len(h) + 2, len(k) + 2))
-    grid[1:-1, 1:-1] = bvn_cdf(h, k, r)
-    grid[-1, 1:-1] = ndtr(k)
-    grid[1:-1, -1] = ndtr(h)
-    grid[-1, -1] = 1.0
-    cells = np.clip(np.diff(np.diff(grid, axis=0), axis=1), 0.0, None)
-    tau = 2.0 * float(_bilinear(cells, cells))
-    if not grad:
-        return tau
-    hh, kk = h[:, None], k[None, :]
-    one = 1.0 - r * r
-    dens = np.zeros_like(grid)
-    dens[1:-1, 1:-1] = np.exp(-(hh * hh - 2 * r * hh * kk + kk * kk) / (2 * one)) / (2 * np.pi * math.sqrt(one))
-    dcells = np.diff(np.diff(dens, axis=0), axis=1)
-    return tau, 2.0 * float(_bilinear(dcells, cells) + _bilinear(cells, dcells))
+    p = d * (d - 1) // 2
+    if d <= SMALL_TABLE:
+        return DependencePlan("tau", p, 0, 0.0)
+    per_pair = CLIP ** 2 / (_SCORE_SLOPE * a)
+    if "rho" in cost:
+        sd_all = math.sqrt(p) * per_pair / math.sqrt(2.0 * cost["rho"])
+    else:
+        sd_all = math.sqrt(2.0) * p * per_pair / cost["epsilon"]
+    k = min(p, max(1, round(PAIRS_PER_COLUMN * d)))
+    if sd_all <= ALL_PAIRS_SD or k >= p:
+        return DependencePlan("scores", p, 0, 0.0)
+    if sd_all * math.sqrt(k / p / (1.0 - SELECTION_SHARE)) > OUT_OF_REACH_SD:
+        return DependencePlan("none", 0, 0, 0.0)
+    return DependencePlan("scores", k, min(ROUNDS, k), SELECTION_SHARE)
 
 
-def bridge_correlation(tau_a: float, h: np.ndarray, k: np.ndarray, start: float) -> float:
-    """Latent correlation whose discretised Gaussian copula has Kendall's tau-a ``tau_a``.
+def release_correlation(tables: np.ndarray, n: int, a: int, probs: list[np.ndarray], n_hat: float, cost: dict, *,
+                        noise: NoiseSource, accountant: BudgetAccountant) -> np.ndarray:
+    """The latent correlation from the private pair tables at ``cost`` (``{"rho": .}`` or ``{"epsilon": .}``).
 
-    Safeguarded Newton iterations from ``start`` (bisection when a step leaves
-    the bracket). The model is fitted to its own ties: with coarse or
-    unbalanced columns ``sin(pi tau / 2)`` is biased towards 0, and a feedback
-    loop (refitting on synthetic data) would shrink every dependence
-    generation after generation.
+    ``tables``, ``n`` are exact (private); ``a``, ``probs`` (noisy marginals on
+    the dependence cells) and ``n_hat`` are released. All pairs' Kendall's tau
+    at once (:func:`noisy_kendall_tau`) or chosen pairs' normal scores
+    (:func:`~._npgc_scores.adaptive_scores`), as :func:`plan_dependence` says.
     """
-    lo, hi = -0.995, 0.995
-    r = float(np.clip(start, -0.99, 0.99))
-    for _ in range(30):
-        tau, slope = model_tau(h, k, r, grad=True)
-        f = tau - tau_a
-        if abs(f) < 1e-7:
-            return r
-        if f > 0:
-            hi = r
-        else:
-            lo = r
-        step = r - f / slope if slope > 1e-12 else None
-        new = step if step is not None and lo < step < hi else (lo + hi) / 2
-        if abs(new - r) < 1e-5:
-            return float(new)
-        r = new
-    return float(r)
+    d = len(probs)
+    layout = PairLayout([len(p) for p in probs])
+    plan = plan_dependence(d, a, cost)
+    if plan.statistic == "scores":
+        return adaptive_scores(tables, layout, probs, n_hat, plan.n_pairs, plan.rounds, plan.selection,
+                               noise=noise, accountant=accountant, **cost)
+    q = pair_numerators(tables, layout, n, a)
+    iu, ju = np.triu_indices(d, 1)
+    finite = (n_hat - 1.0) / n_hat if n_hat > 1 else 1.0  # sample tau-a = population tau-a * n / (n - 1)
+    tau = noisy_kendall_tau(q, a, noise=noise, accountant=accountant, **cost)
+    corr = np.eye(d)
+    r = PairBridge(probs, iu, ju).correlation(np.clip(tau, -1.0, 1.0) * finite)
+    corr[iu, ju] = r
+    corr[ju, iu] = r
+    return nearest_correlation(corr)
+
+
+def exact_correlation(tables: np.ndarray, n: int, probs: list[np.ndarray]) -> np.ndarray:
+    """Non-private mode: the latent correlation from the exact tau-a of every pair."""
+    d = len(probs)
+    s = padded_concordances(tables, PairLayout([len(p) for p in probs]))
+    tau = s / math.comb(n, 2) if n >= 2 else np.zeros(len(s))
+    return tau_to_correlation(tau, probs, float(n), d)
 
 
 def tau_to_correlation(tau_a: np.ndarray, probs: list[np.ndarray], n: float, d: int) -> np.ndarray:
     """Latent correlation (d, d) from tau-a of every pair (``np.triu_indices`` order); post-processing.
 
-    First guess: normalise ties away (tau-b style, ``t_j = sum p_j^2`` from
-    the cell probabilities ``probs``), then ``sin(pi tau_b / 2)`` -- exact for
-    continuous columns and balanced binary ones. Pairs with a coarse column
-    (``t_j > 0.1``) are then solved exactly: the correlation whose discretised
-    copula reproduces tau-a (:func:`bridge_correlation`), with the finite-sample
-    factor ``(n - 1) / n`` of tau-a (``n``: the noisy number of people).
+    Tie-free pairs: ``sin(pi tau_b / 2)``; pairs with a coarse column: the
+    correlation whose discretised copula reproduces tau-a (:class:`PairBridge`),
+    with the finite-sample factor ``(n - 1) / n`` of tau-a (``n``: the number of people).
     """
-    iu, ju = np.triu_indices(d, k=1)
-    ties = np.array([float(np.sum(p ** 2)) for p in probs])
-    denom = np.sqrt(np.clip(1.0 - ties[iu], 0.0, None) * np.clip(1.0 - ties[ju], 0.0, None))
-    tau_b = np.where(denom > 1e-9, tau_a / np.where(denom > 1e-9, denom, 1.0), 0.0)
-    r = np.sin(np.pi / 2.0 * np.clip(tau_b, -1.0, 1.0))
-    cuts = [_thresholds(p) for p in probs]
-    finite = (n - 1.0) / n if n > 1 else 1.0  # sample tau-a = population tau-a * n / (n - 1)
-    for m, (i, j) in enumerate(zip(iu, ju)):
-        if max(ties[i], ties[j]) > 0.1 and len(cuts[i]) and len(cuts[j]):
-            r[m] = bridge_correlation(tau_a[m] * finite, cuts[i], cuts[j], r[m])
+    iu, ju = np.triu_indices(d, 1)
+    finite = (n - 1.0) / n if n > 1 else 1.0
+    r = PairBridge(probs, iu, ju).correlation(np.clip(tau_a, -1.0, 1.0) * finite)
     corr = np.eye(d)
     corr[iu, ju] = r
     corr[ju, iu] = r
-    return corr
-
-
-def nearest_correlation(matrix: np.ndarray, floor: float = _EIG_FLOOR) -> np.ndarray:
-    """Nearest correlation matrix to a symmetric estimate: eigenvalues clipped at ``floor`` (> 0), unit diagonal."""
-    m = np.asarray(matrix, dtype=float)
-    m = (m + m.T) / 2.0
-    np.fill_diagonal(m, 1.0)
-    w, v = np.linalg.eigh(m)
-    if w.min() >= floor:
-        return m
-    m = (v * np.clip(w, floor, None)) @ v.T
-    s = np.sqrt(np.diag(m))
-    m = m / np.outer(s, s)
-    np.fill_diagonal(m, 1.0)
-    return (m + m.T) / 2.0
-
-
-def cholesky(corr: np.ndarray) -> np.ndarray:
-    """Cholesky factor of a correlation matrix (repaired first if it is numerically not positive definite)."""
-    try:
-        return np.linalg.cholesky(corr)
-    except np.linalg.LinAlgError:  # pragma: no cover - nearest_correlation keeps eigenvalues >= floor
-        return np.linalg.cholesky(nearest_correlation(corr, floor=1e-4))
-
-
-# ---------------------------------------------------------------------------------------- sampling
-def _cdf(probabilities: np.ndarray) -> np.ndarray:
-    """Cumulative probabilities whose tail after the last non-empty cell is exactly 1."""
-    cum = np.cumsum(probabilities)
-    positive = np.flatnonzero(probabilities > 0)
-    last = positive[-1] if positive.size else len(cum) - 1
-    cum[last:] = 1.0
-    return cum
-
-
-class GaussianCopula:
-    """Gaussian copula over discretised marginals: latent ``z ~ N(0, R)``, each column cut at ``Phi^-1(CDF)``.
-
-    Built from released statistics only: a latent ``correlation`` estimate
-    (repaired to the nearest correlation matrix) and each column's cell
-    ``probabilities``.
-    """
-
-    def __init__(self, correlation: np.ndarray, probabilities: list[np.ndarray]) -> None:
-        self.correlation = nearest_correlation(correlation)
-        self.chol = cholesky(self.correlation)
-        self.probabilities = probabilities
-        self.cum = [_cdf(p) for p in probabilities]
-        self.lower = [np.concatenate([[0.0], c[:-1]]) for c in self.cum]
-        self.zcut = [ndtri(c) for c in self.cum]
-        self.last = [int(np.flatnonzero(p > 0)[-1]) if np.any(p > 0) else len(p) - 1 for p in probabilities]
-
-    def _within(self, j: int, codes: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Position inside the cell, ``(u - F(c-)) / p(c)``: uniform given the cell, monotone in ``u``."""
-        p = self.probabilities[j][codes]
-        return np.clip((u - self.lower[j][codes]) / np.where(p > 0, p, 1.0), 0.0, np.nextafter(1.0, 0.0))
-
-    def cells(self, n: int, rng: np.random.Generator, *, stratified: bool,
-              positions_for: list[int]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-        """Cells of ``n`` rows, and the position inside its cell for the columns in ``positions_for``.
-
-        ``stratified=True``: rank-stratified uniforms -- the i-th smallest
-        latent value of a column gets ``u`` in ``[i/n, (i+1)/n)``, so each
-        column's frequencies match its marginal to within one row while the
-        ranks (hence the copula) are those of ``z``. Otherwise i.i.d. rows in
-        chunks (bounded memory); ``u = Phi(z)`` falls in cell ``c`` exactly when
-        ``z`` lies between the cut points, so ``Phi`` is evaluated only for
-        ``positions_for``.
-
-        Returns
-        -------
-        codes : ndarray of int64, shape (d, n)
-        within : dict of int to ndarray
-        """
-        d = self.chol.shape[0]
-        codes = np.empty((d, n), dtype=np.int64)
-        within = {j: np.empty(n) for j in positions_for}
-        if stratified:
-            gauss = rng.standard_normal((d, n))
-            for j in range(d):
-                zj = self.chol[j, : j + 1] @ gauss[: j + 1]
-                u = np.empty(n)
-                u[np.argsort(zj)] = (np.arange(n) + rng.random(n)) / n
-                codes[j] = np.minimum(np.searchsorted(self.cum[j], u, side="right"), self.last[j])
-                if j in within:
-                    within[j] = self._within(j, codes[j], u)
-            return codes, within
-        for start in range(0, n, _CHUNK):
-            stop = min(start + _CHUNK, n)
-            zt = self.chol @ rng.standard_normal((stop - start, d)).T  # (d, chunk): one contiguous row per column
-            for j in range(d):
-                c = np.minimum(np.searchsorted(self.zcut[j], zt[j], side="right"), self.last[j])
-                codes[j, start:stop] = c
-                if j in within:
-                    within[j][start:stop] = self._within(j, c, ndtr(zt[j]))
-        return codes, within
+    return nearest_correlation(corr)

@@ -101,6 +101,24 @@ def check_table(X: object, y: object = None, *, y_name: str = "y", min_rows: int
     return frame
 
 
+def _has_inf(col: pd.Series) -> bool:
+    """Whether a numeric column holds an infinite value (integer columns cannot; floats are read without a copy)."""
+    if pd.api.types.is_integer_dtype(col.dtype):
+        return False
+    if isinstance(col.dtype, np.dtype) and col.dtype.kind == "f":
+        return bool(np.isinf(col.to_numpy()).any())
+    return bool(np.isinf(col.to_numpy(dtype=float, na_value=np.nan)).any())
+
+
+def _distinct_present(col: pd.Series) -> np.ndarray:
+    """The distinct non-missing values of an object column (one hashing pass, no copy of the column)."""
+    try:  # C-level hashing of the whole column, then the (few) missing markers dropped from the distinct values
+        uniq = pd.unique(col.to_numpy())
+    except TypeError:  # unhashable values (lists, dicts): reported by the caller
+        return col.dropna().to_numpy()
+    return uniq[~pd.isna(uniq)]
+
+
 def _check_columns(frame: pd.DataFrame) -> None:
     problems = []
     for name in frame.columns:
@@ -108,15 +126,10 @@ def _check_columns(frame: pd.DataFrame) -> None:
         if pd.api.types.is_complex_dtype(col.dtype):
             raise ValueError(f"Complex data not supported (column {name!r}).")
         if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
-            values = col.to_numpy(dtype=float, na_value=np.nan)
-            if np.isinf(values).any():
+            if _has_inf(col):
                 problems.append(f"{name!r} contains infinite values (inf); replace them by NaN or finite numbers")
         elif col.dtype == object:
-            values = col.dropna().to_numpy()
-            try:  # kinds of the distinct values (C-level hashing; equal values share a kind)
-                values = pd.unique(values)
-            except TypeError:  # unhashable values (lists, dicts): reported below
-                pass
+            values = _distinct_present(col)  # kinds of the distinct values (equal values share a kind)
             kinds = {_value_kind(v) for v in values}
             if "other" in kinds:
                 bad = next(v for v in col.dropna().to_numpy() if _value_kind(v) == "other")

@@ -1,0 +1,92 @@
+"""NPGC's public cells: the layout of every column's histogram, from the schema only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from skdpsynth._grid import ColumnGrid, _as_seconds, seconds_to_datetime
+
+__all__ = ["NPGCColumnCells", "build_cells"]
+
+
+@dataclass(frozen=True)
+class NPGCColumnCells(ColumnGrid):
+    """Public cells of one column, as :class:`ColumnGrid`, plus point cells at the bounds.
+
+    Binned columns (continuous, datetime, wide integer ranges) get one cell for
+    values exactly at each bound around the ``n_bins`` equal-width bins: point
+    masses at the bounds (zero amounts, values clipped to the public bounds) are
+    common. The layout depends on the schema only.
+    """
+
+    bound_cells: bool = False
+
+    @property
+    def n_value_cells(self) -> int:
+        """Number of cells holding values."""
+        return ColumnGrid.n_value_cells.fget(self) + (2 if self.bound_cells else 0)
+
+    def encode(self, values: pd.Series) -> np.ndarray:
+        """Cell index of every value (vectorised; values must satisfy the schema)."""
+        kind = self.spec.kind
+        if kind in ("categorical", "boolean"):
+            codes = pd.Categorical(values.to_numpy(dtype=object), categories=list(self.spec.categories)).codes
+            codes = codes.astype(np.int64)
+        else:
+            x = _as_seconds(values) if kind == "datetime" else values.to_numpy(dtype=float)
+            isna = np.isnan(x)
+            codes = np.full(len(x), -1, dtype=np.int64)
+            xv = x[~isna]
+            if self.integer_values is not None:
+                codes[~isna] = np.rint(xv).astype(np.int64) - int(self.integer_values[0])
+            else:
+                c = np.searchsorted(self.edges[1:-1], xv, side="right")
+                if self.bound_cells:
+                    c = np.where(xv <= self.edges[0], -1, np.where(xv >= self.edges[-1], len(self.edges) - 1, c)) + 1
+                codes[~isna] = c
+        missing = codes < 0
+        if missing.any():
+            if self.missing_cell is None:
+                raise ValueError(f"column {self.spec.name!r} has missing values but is not nullable.")
+            codes[missing] = self.missing_cell
+        return codes
+
+    def decode(self, codes: np.ndarray, rng: np.random.Generator, within: np.ndarray | None = None) -> pd.Series:
+        """Values for cell indices (see :meth:`ColumnGrid.decode`); point cells give the bound itself."""
+        if not self.bound_cells:
+            return ColumnGrid.decode(self, codes, rng, within)
+        n_bins = len(self.edges) - 1
+        codes = np.asarray(codes)
+        miss = codes == self.missing_cell if self.spec.nullable else np.zeros(len(codes), bool)
+        at_lo, at_hi = codes == 0, codes == n_bins + 1
+        inner = np.clip(codes - 1, 0, n_bins - 1)
+        u = rng.random(len(codes)) if within is None else within
+        lo, hi = self.edges[inner], self.edges[inner + 1]
+        x = lo + u * (hi - lo)
+        if self.spec.kind == "integer":
+            x = np.clip(np.floor(x + 0.5 * (hi - lo > 0)), np.ceil(lo), np.floor(hi))
+        x = np.where(at_lo, self.edges[0], np.where(at_hi, self.edges[-1], x))
+        x[miss] = np.nan
+        if self.spec.kind == "datetime":
+            return seconds_to_datetime(x)
+        return pd.Series(x)
+
+
+def build_cells(schema, n_bins: int, max_integer_cells: int) -> tuple[NPGCColumnCells, ...]:
+    """The public cell layout of every column of ``schema`` (nothing is read from data)."""
+    cells = []
+    for spec in schema.columns:
+        if spec.kind in ("categorical", "boolean"):
+            cells.append(NPGCColumnCells(spec, None, None))
+            continue
+        lo, hi = spec.numeric_bounds
+        if spec.kind == "integer" and hi - lo + 1 <= max(max_integer_cells, n_bins):
+            cells.append(NPGCColumnCells(spec, None, np.arange(int(lo), int(hi) + 1)))
+            continue
+        if hi == lo:
+            hi = lo + 1.0
+        cells.append(NPGCColumnCells(spec, np.linspace(lo, hi, n_bins + 1), None, bound_cells=True))
+    return tuple(cells)

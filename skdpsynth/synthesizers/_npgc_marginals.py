@@ -1,0 +1,68 @@
+"""NPGC's marginals: every column's histogram in one mechanism, a second measurement, the size estimate."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from skdpsynth.base import FitContext
+from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, gaussian_sigma, geometric_mechanism
+from skdpsynth.privacy._postprocess import project_to_simplex
+
+__all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities"]
+
+logger = logging.getLogger("skdpsynth.synthesizers._npgc")
+
+#: standard deviations below the noisy row count used as the public size ``a`` of the tau query
+N_BOUND_Z = 3.0
+
+
+def measure_histograms(exact, cells, offsets, cost: dict, ctx: FitContext, again: bool = False):
+    """All columns' histograms in one mechanism (L2 sensitivity sqrt(d)); returns (noisy, variance per cell)."""
+    d = len(cells)
+    what = f"histograms of all {d} columns on the public grid ({int(offsets[-1])} cells)"
+    if again:
+        what = f"second measurement of the {what}: the dependence is out of reach at this size"
+    kw = {"noise": ctx.noise, "accountant": ctx.accountant, "target": what}
+    if "rho" in cost:
+        noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=math.sqrt(d), rho=cost["rho"], **kw)
+        return noisy, gaussian_sigma(math.sqrt(d), cost["rho"]) ** 2  # the discrete Gaussian's variance is <=
+    noisy = geometric_mechanism(exact, sensitivity=float(d), epsilon=cost["epsilon"], **kw)
+    alpha = math.exp(-cost["epsilon"] / d)
+    return noisy, 2 * alpha / (1 - alpha) ** 2
+
+
+def noisy_marginals(exact, cells, offsets, cost: dict, ctx: FitContext):
+    """Noisy integer histograms of all columns in one mechanism; returns (counts, n_hat, a, variance)."""
+    noisy, var_cell = measure_histograms(exact, cells, offsets, cost, ctx)
+    return (noisy, *size_estimate(noisy, cells, offsets, var_cell), var_cell)
+
+
+def size_estimate(noisy, cells, offsets, var_cell: float) -> tuple[float, int]:
+    """``n_hat`` and the public size ``a`` of the tau query from released counts (post-processing)."""
+    # every column's noisy histogram sums to n + noise: inverse-variance average
+    sums = np.add.reduceat(noisy, offsets[:-1]).astype(float)
+    w = 1.0 / cells.astype(float)
+    n_hat = float(np.sum(w * sums) / w.sum())
+    sd = math.sqrt(var_cell / w.sum())
+    a = max(2, math.floor(n_hat - N_BOUND_Z * sd))
+    logger.debug("NPGC: noisy n %.1f (sd %.2f), public size of the tau query %d", n_hat, sd, a)
+    return max(n_hat, 0.0), a
+
+
+def marginals_again(stats, counts, var_cell, cells, offsets, cost, ctx):
+    """Spend the dependence budget on a second measurement of the marginals; the precision-weighted mean."""
+    again, var_again = measure_histograms(stats.counts, cells, offsets, cost, ctx, again=True)
+    w, w_again = 1.0 / var_cell, 1.0 / var_again
+    merged = np.rint((w * counts + w_again * again) / (w + w_again)).astype(np.int64)
+    n_hat, _ = size_estimate(merged, cells, offsets, 1.0 / (w + w_again))
+    return merged, n_hat
+
+
+def probabilities(counts: np.ndarray, total: float | None) -> np.ndarray:
+    """Cell probabilities: exact counts normalised, or noisy counts projected onto the simplex of ``total``."""
+    if total is None:
+        return counts / max(counts.sum(), 1.0)
+    return project_to_simplex(counts, max(total, 1.0)) / max(total, 1.0)

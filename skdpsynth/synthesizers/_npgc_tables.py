@@ -1,0 +1,233 @@
+"""NPGC's two-way tables of categorical pairs: the associations a Gaussian copula cannot express.
+
+A Gaussian copula orders every column, so the association of two nominal
+columns (a module and its students' gender, a course and its dropout rate) is
+forced through a monotone one-parameter link. For tables with more than
+``SMALL_TABLE`` columns and at least two categorical columns NPGC measures the
+two-way tables of a forest of categorical pairs, chosen where the fitted copula
+is furthest from the data, and samples each child column from its noisy
+conditional table given its parent's sampled cell (:class:`TableForest`); the
+copula still carries the child's dependence on every other column through the
+part of its latent value that the parent does not explain.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from skdpsynth.privacy._accounting import BudgetAccountant
+from skdpsynth.privacy._mechanisms import (
+    discrete_gaussian_mechanism,
+    exponential_mechanism,
+    exponential_mechanism_zcdp,
+    geometric_mechanism,
+)
+from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.privacy._postprocess import project_to_simplex
+from skdpsynth.synthesizers._npgc_bridge import HermiteMoments
+from skdpsynth.synthesizers._npgc_statistics import PairLayout
+
+__all__ = ["TableForest", "candidate_pairs", "release_tables", "TABLE_SHARE", "MAX_TABLES", "MAX_TABLE_CELLS"]
+
+#: share of the dependence budget spent on the tables when there are candidate pairs
+TABLE_SHARE = 1.0 / 3.0
+#: share of the tables' budget spent choosing them
+TABLE_SELECTION = 0.3
+#: most tables measured (a forest over the categorical columns has at most their number minus one edges)
+MAX_TABLES = 8
+#: largest table (cells, missing cells included) of a candidate pair
+MAX_TABLE_CELLS = 400
+#: raking iterations matching a table to the released marginals of its two columns
+_RAKING = 20
+
+
+def candidate_pairs(kinds: list[str], sizes: np.ndarray, merged: np.ndarray) -> np.ndarray:
+    """Pairs (``np.triu_indices`` order) of two categorical / boolean columns whose table is small; a mask.
+
+    ``merged`` marks columns whose dependence cells merge some of their cells
+    (their table would not be the columns' own).
+    """
+    d = len(kinds)
+    iu, ju = np.triu_indices(d, 1)
+    cat = np.array([k in ("categorical", "boolean") for k in kinds]) & ~np.asarray(merged, dtype=bool)
+    return cat[iu] & cat[ju] & (sizes[iu] * sizes[ju] <= MAX_TABLE_CELLS)
+
+
+class TableForest:
+    """Children sampled from noisy conditional tables given their parent's cell (post-processing only).
+
+    Parameters
+    ----------
+    edges : list of (parent, child)
+        In sampling order (every parent comes before its children).
+    counts : list of ndarray
+        The released tables (parent cells x child cells), noisy counts summed over cohorts.
+    """
+
+    def __init__(self, edges: list[tuple[int, int]], counts: list[np.ndarray]) -> None:
+        self.edges = list(edges)
+        self.counts = list(counts)
+
+    def conditionals(self, probabilities: list[np.ndarray], total: float) -> list[np.ndarray]:
+        """Cumulative ``P(child | parent)`` of every edge: each table projected onto the simplex of ``total``,
+        then raked to the released marginals of its two columns."""
+        out = []
+        for (p, c), counts in zip(self.edges, self.counts):
+            table = project_to_simplex(counts.ravel().astype(float), max(total, 1.0)).reshape(counts.shape)
+            table = _rake(table, probabilities[p] * total, probabilities[c] * total)
+            rows = table.sum(axis=1, keepdims=True)
+            cond = np.where(rows > 0, table / np.where(rows > 0, rows, 1.0), probabilities[c][None, :])
+            cum = np.cumsum(cond, axis=1)
+            cum[:, -1] = 1.0
+            out.append(cum)
+        return out
+
+
+def _rake(table: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Iterative proportional fitting of a non-negative table to row and column totals."""
+    t = table + 1e-9 * max(table.sum(), 1.0) / table.size  # every cell reachable
+    for _ in range(_RAKING):
+        r = t.sum(axis=1)
+        t *= np.where(r > 0, rows / np.where(r > 0, r, 1.0), 0.0)[:, None]
+        c = t.sum(axis=0)
+        t *= np.where(c > 0, cols / np.where(c > 0, c, 1.0), 0.0)[None, :]
+    return t
+
+
+def copula_table(u_i: np.ndarray, u_j: np.ndarray, r: float) -> np.ndarray:
+    """The copula's cell probabilities of a pair, ``sum_k r^k u_ik u_jk'`` (Mehler), clipped and normalised."""
+    powers = r ** np.arange(u_i.shape[0])
+    t = np.clip((u_i * powers[:, None]).T @ u_j, 0.0, None)
+    return t / max(t.sum(), 1e-300)
+
+
+def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarray, probs: list[np.ndarray],
+                   corr: np.ndarray, n_hat: float, cost: dict | None, *, noise: NoiseSource,
+                   accountant: BudgetAccountant, edges: list[tuple[int, int]] | None = None
+                   ) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
+    """Choose a forest of candidate pairs and release their two-way tables; rho-zCDP (or epsilon-DP).
+
+    Neighbouring relation: add or remove one person (one row).
+
+    *Choice.* Up to ``MAX_TABLES`` edges, one at a time (Kruskal): among the
+    candidate pairs joining two trees of the forest so far, the exponential
+    mechanism picks one with utility ``|| T_ij - n_hat M_ij ||_1``, the L1
+    distance of the exact table from the fitted copula's (``M_ij`` and
+    ``n_hat`` are released, the candidates public). One person moves one
+    cell of ``T_ij`` by one: sensitivity 1. Each pick costs
+    ``TABLE_SELECTION * rho / k`` (the zCDP exponential mechanism; pure
+    epsilon-DP with ``epsilon``).
+
+    *Measurement.* The ``k`` chosen tables at once: one person is in one cell
+    of each, L2 sensitivity ``sqrt(k)`` (discrete Gaussian) or L1 ``k``
+    (geometric), at the rest of ``cost``. When ``edges`` are given (a later
+    cohort), nothing is chosen and all of ``cost`` measures their tables.
+    ``cost=None``: the non-private mode (exact tables, the largest distances
+    chosen; recorded as non-private).
+
+    Returns
+    -------
+    edges : list of (parent, child)
+        Oriented, in sampling order.
+    noisy : list of ndarray of int64
+        The released tables, (parent cells, child cells).
+    """
+    if cost is None:
+        key, total = None, 1.0
+    else:
+        key, total = ("rho", cost["rho"]) if "rho" in cost else ("epsilon", cost["epsilon"])
+    d = len(probs)
+    iu, ju = np.triu_indices(d, 1)
+    measure = total
+    if edges is None:
+        n_cat = len(np.unique(np.concatenate([iu[candidates], ju[candidates]])))
+        k = min(MAX_TABLES, max(n_cat - 1, 0))
+        if k == 0:
+            return [], []
+        measure = total * (1.0 - TABLE_SELECTION)
+        chosen = _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, total * TABLE_SELECTION / k, key,
+                                noise, accountant)
+        edges = _orient([(int(iu[p]), int(ju[p])) for p in chosen], probs)
+    exact = []
+    for parent, child in edges:
+        lo, hi = min(parent, child), max(parent, child)
+        t = layout.table(tables, lo, hi)
+        exact.append(t if parent == lo else t.T)
+    flat = np.concatenate([t.ravel() for t in exact])
+    target = f"two-way tables of {len(edges)} categorical column pairs ({flat.size} cells)"
+    if key is None:
+        accountant.declare_nonprivate(target + " (exact)")
+        return edges, [t.copy() for t in exact]
+    if key == "rho":
+        noisy = discrete_gaussian_mechanism(flat, l2_sensitivity=float(np.sqrt(len(edges))), rho=measure,
+                                            noise=noise, accountant=accountant, target=target)
+    else:
+        noisy = geometric_mechanism(flat, sensitivity=float(len(edges)), epsilon=measure, noise=noise,
+                                    accountant=accountant, target=target)
+    splits = np.cumsum([t.size for t in exact])[:-1]
+    return edges, [part.reshape(t.shape) for part, t in zip(np.split(noisy, splits), exact)]
+
+
+def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, key, noise, accountant) -> list[int]:
+    """Kruskal with the exponential mechanism: ``k`` candidate pairs joining different trees."""
+    d = len(probs)
+    iu, ju = np.triu_indices(d, 1)
+    cand = np.flatnonzero(candidates)
+    moments = HermiteMoments(probs).cell_coefficients
+    utility = np.empty(len(cand))
+    for m, p in enumerate(cand):
+        i, j = iu[p], ju[p]
+        t = layout.table(tables, i, j)
+        model = copula_table(moments[i][:, :t.shape[0]], moments[j][:, :t.shape[1]], corr[i, j])
+        utility[m] = np.abs(t - n_hat * model).sum()
+    tree = np.arange(d)
+
+    def root(x: int) -> int:
+        while tree[x] != x:
+            tree[x] = tree[tree[x]]
+            x = tree[x]
+        return x
+
+    chosen = []
+    for step in range(k):
+        open_ = np.array([root(iu[p]) != root(ju[p]) for p in cand])
+        if not open_.any():
+            break
+        options = np.flatnonzero(open_)
+        target = (f"choice of a categorical column pair for a two-way table ({step + 1} of {k}, "
+                  f"{len(options)} candidates)")
+        if key is None:  # non-private: the largest distance
+            pick = int(np.argmax(utility[options]))
+        elif key == "rho":
+            pick = exponential_mechanism_zcdp(utility[options], sensitivity=1.0, rho=per_pick, noise=noise,
+                                              accountant=accountant, target=target)
+        else:
+            pick = exponential_mechanism(utility[options], sensitivity=1.0, epsilon=per_pick, noise=noise,
+                                         accountant=accountant, target=target)
+        p = cand[options[pick]]
+        tree[root(iu[p])] = root(ju[p])
+        chosen.append(int(p))
+    return chosen
+
+
+def _orient(pairs: list[tuple[int, int]], probs: list[np.ndarray]) -> list[tuple[int, int]]:
+    """Orient a forest: in each tree the column with the most cells is the root; parents before children."""
+    neighbours: dict[int, list[int]] = {}
+    for i, j in pairs:
+        neighbours.setdefault(i, []).append(j)
+        neighbours.setdefault(j, []).append(i)
+    seen: set[int] = set()
+    out = []
+    for start in sorted(neighbours, key=lambda c: (-len(probs[c]), c)):
+        if start in seen:
+            continue
+        seen.add(start)
+        queue = [start]
+        while queue:
+            node = queue.pop(0)
+            for nxt in sorted(neighbours[node]):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    out.append((node, nxt))
+                    queue.append(nxt)
+    return out
