@@ -61,18 +61,29 @@ def make_ours(method: str, epsilon: float | None, schema, seed: int):
     return cls(epsilon=epsilon, delta=DELTA, schema=schema, random_state=seed)
 
 
-def worker(spec: dict) -> None:
-    """Fit one of our methods in this (fresh) process; print fit time and peak RSS; pickle the sample."""
+def _peak_mib() -> float:
+    """This process's peak resident set (MiB): VmHWM, which, unlike ru_maxrss, is not inherited across fork/exec."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     import resource
 
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(spec: dict) -> None:
+    """Fit one of our methods in this (fresh) process; print fit time and peak RSS; pickle the sample."""
     warnings.simplefilter("ignore")
     train, _, schema, _ = _load(spec["dataset"])
     est = make_ours(spec["method"], spec["epsilon"], schema, spec["seed"])
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = _peak_mib()
     start, cpu = time.perf_counter(), time.process_time()
     est.fit(train)
     fit_s, fit_cpu_s = time.perf_counter() - start, time.process_time() - cpu
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = _peak_mib()
     synth = est.sample(len(train), random_state=spec["seed"])
     Path(spec["out"]).write_bytes(pickle.dumps(synth))
     extra = {"rounds": getattr(est, "n_rounds_", None), "epsilon_spent": float(est.privacy_spent_.epsilon)}
