@@ -240,7 +240,7 @@ def test_reasonable_release_of_uci_dropout_is_approved(data_dir):
     checks = pearl_checks("classification", target="Target", protected="Gender", schema=schema)
     report = ReleaseAuditor(checks, random_state=0).audit(synth, X_train=train, X_holdout=holdout)
     assert report.approved, report.reasons
-    assert report.synthesizer["privacy_spent"]["epsilon"] <= 10.0
+    assert report.synthesizer["privacy_spent"]["epsilon"] <= 10.0 * (1 + 1e-9)  # the accountant's float tolerance
     assert report.results["privacy"].details["membership_auc"] <= 0.55
     # a copy of the training rows is rejected on the same data
     copy = ReleaseAuditor(checks).audit(synthetic=train.copy(), X_train=train, X_holdout=holdout)
