@@ -19,7 +19,8 @@ epsilon but is broken:
 
 Run: ``python benchmarks/privacy_audit.py`` (``--quick`` for a smoke run with
 fewer fits; ``--only NAME ... --merge`` to rerun some settings into the existing
-results). Results:
+results; ``--resume`` to finish an interrupted run: results are saved after every
+audit). Results:
 ``benchmarks/results/privacy_audit.{json,md,png}`` (``privacy_audit_quick.*``
 with ``--quick``).
 """
@@ -187,8 +188,13 @@ def _ported(setting: Setting) -> str | None:
 
 
 # ---------------------------------------------------------------------------------- running
-def run(settings: list[Setting], quick: bool, n_jobs: int) -> tuple[list[dict], list[str]]:
-    """Audit every setting; returns the result rows and notes on skipped settings."""
+def _key(row: dict) -> tuple:
+    return row["synthesizer"], row["attack"], round(row["epsilon"], 6)
+
+
+def run(settings: list[Setting], quick: bool, n_jobs: int, skip: set = frozenset(),
+        save: Callable[[list[dict], list[str]], Any] | None = None) -> tuple[list[dict], list[str]]:
+    """Audit every setting (but those in ``skip``); ``save(rows, notes)`` after each audit."""
     from skdpsynth.audit._privacy_audit import audit_privacy
 
     rows, notes = [], []
@@ -202,6 +208,8 @@ def run(settings: list[Setting], quick: bool, n_jobs: int) -> tuple[list[dict], 
         for eps in s.epsilons:
             for attack in s.attacks:
                 trials = s.quick_trials if quick else s.trials
+                if (s.name, attack, round(eps, 6)) in skip:
+                    continue
                 try:
                     res = audit_privacy(s.make(eps), attack=attack, trials=trials, n_people=100, n_jobs=n_jobs,
                                         progress=False, random_state=0)
@@ -212,6 +220,8 @@ def run(settings: list[Setting], quick: bool, n_jobs: int) -> tuple[list[dict], 
                 rows.append(_row(s, res, attack))
                 print(f"{s.name:32s} eps={eps:g} {attack:9s} eps_lower={res.epsilon_lower:.3f} "
                       f"mu_lower={res.mu_lower:.3f} trials={trials} {res.seconds:.1f} s", flush=True)
+                if save is not None:
+                    save(rows, notes)
     return rows, notes
 
 
@@ -255,9 +265,8 @@ def _order(row: dict) -> tuple:
 
 def merge(old: dict, rows: list[dict], notes: list[str], ran: list[Setting]) -> tuple[list[dict], list[str]]:
     """Rows of a previous result file, with this run's rows replacing those of the same audits."""
-    key = lambda r: (r["synthesizer"], r["attack"], round(r["epsilon"], 6))  # noqa: E731
-    fresh = {key(r) for r in rows}
-    kept = [r for r in old.get("rows", []) if key(r) not in fresh]
+    fresh = {_key(r) for r in rows}
+    kept = [r for r in old.get("rows", []) if _key(r) not in fresh]
     ran_names = {s.name for s in ran}
     kept_notes = [n for n in old.get("notes", []) if n.split(":")[0].split(" eps=")[0] not in ran_names]
     return sorted(kept + rows, key=_order), kept_notes + notes
@@ -357,25 +366,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="names of the settings to run (substring match)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other rows of the existing result file (rerun some settings)")
+    parser.add_argument("--resume", action="store_true",
+                        help="as --merge, and skip the audits the result file already has")
     parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args(argv)
     settings = [s for s in SETTINGS if not args.only or any(o.lower() in s.name.lower() for o in args.only)]
     name = "privacy_audit_quick" if args.quick else "privacy_audit"
-    start = time.perf_counter()
-    rows, notes = run(settings, args.quick, args.n_jobs)
-    seconds = time.perf_counter() - start
     path = RESULTS / f"{name}.json"
-    if args.merge and path.exists():
-        rows, notes = merge(json.loads(path.read_text()), rows, notes, settings)
-    rows = judge(rows)
-    bad = verdicts(rows)
-    write_results(name, {"quick": args.quick, "n_jobs": args.n_jobs, "alpha": ALPHA, "family": FAMILY,
-                         "seconds": sum(r["seconds"] for r in rows), "rows": rows, "notes": notes,
-                         "failed_checks": bad},
-                  markdown(rows, notes, bad, args.quick, args.n_jobs))
-    if rows:
-        plot(rows, RESULTS / f"{name}.png")
-    print(f"done in {seconds / 60:.1f} min; {len(bad)} failed checks", flush=True)
+    old = json.loads(path.read_text()) if (args.merge or args.resume) and path.exists() else {}
+    skip = {_key(r) for r in old.get("rows", [])} if args.resume else set()
+
+    def save(rows: list[dict], notes: list[str]) -> list[str]:  # after every audit: a crash loses one at most
+        rows, notes = merge(old, rows, notes, settings) if old else (sorted(rows, key=_order), notes)
+        rows = judge(rows)
+        bad = verdicts(rows)
+        write_results(name, {"quick": args.quick, "n_jobs": args.n_jobs, "alpha": ALPHA, "family": FAMILY,
+                             "seconds": sum(r["seconds"] for r in rows), "rows": rows, "notes": notes,
+                             "failed_checks": bad},
+                      markdown(rows, notes, bad, args.quick, args.n_jobs))
+        if rows:
+            plot(rows, RESULTS / f"{name}.png")
+        return bad
+
+    start = time.perf_counter()
+    rows, notes = run(settings, args.quick, args.n_jobs, skip=skip, save=save)
+    bad = save(rows, notes)
+    print(f"done in {(time.perf_counter() - start) / 60:.1f} min; {len(bad)} failed checks", flush=True)
     for b in bad:
         print("FAILED:", b)
     return 1 if bad else 0
