@@ -15,7 +15,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from skdpsynth.schema import ColumnSpec
 
-__all__ = ["normalise_column"]
+__all__ = ["normalise_column", "category_codes"]
 
 _SEE = "to see the values present, draft a schema from the data (`skdpsynth schema draft DATA -o draft.json`)"
 
@@ -83,10 +83,52 @@ def normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool,
 
 def _normalise_categorical(col: pd.Series, spec: ColumnSpec,
                            public: bool = True) -> tuple[pd.Series | None, str | None, int]:
+    codes, uniq_norm, msg = _categorical_parts(col, spec, public)
+    if msg:
+        return None, msg, 0
+    # code -1 (missing) picks the trailing NaN, or the fill of a column that is not nullable
+    missing = spec.fill if not spec.nullable and spec.fill is not None else np.nan
+    values = np.array([*uniq_norm, missing], dtype=object)[codes]
+    return pd.Series(values, index=col.index, dtype=object), None, 0
+
+
+def category_codes(col: pd.Series, spec: ColumnSpec, public: bool = True) -> tuple[np.ndarray | None, str | None, int]:
+    """A categorical / boolean column checked as :func:`normalise_column` checks it, returned as int64 codes into
+    ``spec.categories`` (-1 for missing; the fill's code for a column that is not nullable) instead of objects."""
+    fast = _known_category_codes(col, spec)
+    if fast is not None:
+        return fast, None, 0
+    codes, uniq_norm, msg = _categorical_parts(col, spec, public)
+    if msg:
+        return None, msg, 0
+    index = {c: i for i, c in enumerate(spec.categories)}
+    missing = index[spec.fill] if not spec.nullable and spec.fill is not None else -1
+    lookup = np.array([*(index[v] for v in uniq_norm), missing], dtype=np.int64)
+    return lookup[codes], None, 0
+
+
+def _known_category_codes(col: pd.Series, spec: ColumnSpec) -> np.ndarray | None:
+    """Codes by one lookup in the categories' hash table when every value is a category or missing (and missing
+    is allowed); None otherwise, for :func:`_categorical_parts` to name the problem."""
+    values = col.to_numpy(dtype=object)
+    codes = pd.Index(list(spec.categories), dtype=object).get_indexer(values).astype(np.int64)
+    unmatched = np.flatnonzero(codes < 0)
+    if unmatched.size:
+        if not pd.isna(values[unmatched]).all():
+            return None  # unknown values (or spellings such as "true" for a boolean)
+        if not spec.nullable:
+            if spec.fill is None:
+                return None
+            codes[unmatched] = list(spec.categories).index(spec.fill)
+    return codes
+
+
+def _categorical_parts(col: pd.Series, spec: ColumnSpec, public: bool) -> tuple[np.ndarray, list, str | None]:
+    """Codes into the column's distinct values, the values normalised, or an error message."""
     # work on the distinct values only (C-level hashing), then broadcast back
     codes, uniq = pd.factorize(col.to_numpy(dtype=object), use_na_sentinel=True)
     if not spec.nullable and spec.fill is None and (codes == -1).any():
-        return None, _missing_message(), 0
+        return codes, [], _missing_message()
     uniq = [v.item() if isinstance(v, np.generic) else v for v in uniq]
     if spec.kind == "boolean":
         # True == 1 and False == 0 hash alike, so the numeric codes are covered too
@@ -94,15 +136,12 @@ def _normalise_categorical(col: pd.Series, spec: ColumnSpec,
         uniq_norm = [mapping.get(v, "?") for v in uniq]
         bad_codes = [i for i, m in enumerate(uniq_norm) if m == "?"]
         if bad_codes:
-            return None, f"values that are not booleans{_example(uniq[bad_codes[0]], public)}", 0
+            return codes, [], f"values that are not booleans{_example(uniq[bad_codes[0]], public)}"
     else:
         uniq_norm = uniq
         unknown = sorted({repr(v) for v in uniq if v not in set(spec.categories)})
         if unknown:
             shown = (f" ({', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''})" if not public
                      else f"; {_SEE}")
-            return None, f"values not among the schema's categories{shown}; add them to 'categories'", 0
-    # code -1 (missing) picks the trailing NaN, or the fill of a column that is not nullable
-    missing = spec.fill if not spec.nullable and spec.fill is not None else np.nan
-    values = np.array([*uniq_norm, missing], dtype=object)[codes]
-    return pd.Series(values, index=col.index, dtype=object), None, 0
+            return codes, [], f"values not among the schema's categories{shown}; add them to 'categories'"
+    return codes, uniq_norm, None

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from skdpsynth._schema_columns import category_codes as _category_codes
 from skdpsynth._schema_columns import normalise_column
 from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
 
@@ -361,6 +362,13 @@ class TableSchema:
             columns, non-whole values in integer columns, missing values in
             non-nullable columns.
         """
+        return pd.DataFrame(self._normalised_columns(X, clip=clip, stacklevel=3), index=X.index)
+
+    def _normalised_columns(self, X: pd.DataFrame, *, clip: bool = True, category_codes: bool = False,
+                            stacklevel: int = 2) -> dict[str, Any]:
+        """:meth:`validate`'s checks, errors and warning, its columns returned one by one (no DataFrame is
+        assembled, so no consolidated copy); with ``category_codes`` categorical and boolean columns come as
+        int64 codes into their ``categories`` (-1 missing) instead of objects."""
         missing = [n for n in self.names if n not in X.columns]
         extra = [n for n in X.columns if n not in self.names]
         problems: list[str] = []
@@ -373,7 +381,10 @@ class TableSchema:
         out = {}
         clipped = {}
         for spec in self.columns:
-            values, msg, n_clipped = normalise_column(X[spec.name], spec, clip, self.public)
+            if category_codes and spec.kind in ("categorical", "boolean"):
+                values, msg, n_clipped = _category_codes(X[spec.name], spec, self.public)
+            else:
+                values, msg, n_clipped = normalise_column(X[spec.name], spec, clip, self.public)
             if msg:
                 problems.append(f"{spec.name!r}: {msg}")
                 continue
@@ -388,9 +399,9 @@ class TableSchema:
                 "values outside the public bounds were clipped to them in columns "
                 + ", ".join(repr(k) for k in clipped),
                 UserWarning,
-                stacklevel=2,
+                stacklevel=stacklevel,
             )
-        return pd.DataFrame(out, index=X.index)
+        return out
 
 
 _KEYS = ("name", "kind", "lower", "upper", "categories", "nullable", "fill")

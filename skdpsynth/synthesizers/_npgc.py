@@ -86,8 +86,9 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         Draw the rows of one ``sample`` call jointly so that every column's
         frequencies match the model's marginal to within one row (rank-stratified
         uniforms; the copula is unchanged): no multinomial noise accumulating
-        when synthetic data are refitted generation after generation.
-        ``False``: i.i.d. rows, generated in chunks.
+        when synthetic data are refitted generation after generation. A column
+        sampled from a two-way table (``table_edges_``) follows its table given
+        its parent's stratified cells instead. ``False``: i.i.d. rows, generated in chunks.
     cohort_composition : {"parallel", "sequential"}, default="parallel"
         How ``partial_fit`` cohorts compose: "parallel" when they are different
         people (the maximum), "sequential" otherwise (the sum).
@@ -260,7 +261,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
             ctx.accountant.declare_nonprivate(f"histograms of all {d} columns (exact empirical marginals)")
             self._merge_ecdf(stats.ecdf)
         per_col = [counts[offsets[j]:offsets[j + 1]] for j in range(d)]
-        probs = [probabilities(c, n_hat if private else None) for c in per_col]
+        probs = probabilities(per_col, n_hat if private else None)
         dep = [np.bincount(dependence_map(g), weights=p) for g, p in zip(self.cells_, probs)]  # the tables' cells
         corr, tables = np.eye(d), []
         if plan is not None and plan.statistic != "none":
@@ -353,7 +354,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         """Recompute the sampling state from the accumulated statistics (post-processing)."""
         total = float(sum(self.cohort_sizes_))
         self.n_estimate_ = max(int(round(total)), 1)
-        probs = [probabilities(c, None if self._exact_only else total) for c in self.cell_counts_]
+        probs = probabilities(self.cell_counts_, None if self._exact_only else total)
         self.support_ = self._exact_support(probs) if self._exact_only else None
         self.probabilities_ = probs
         self._numeric_categories = [self._numeric_lookup(g) for g in self.cells_]

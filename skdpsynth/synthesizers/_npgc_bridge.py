@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 __all__ = ["HermiteMoments", "PairBridge", "horner", "horner_slope", "solve_polynomials", "soft_completion",
-           "nearest_correlation", "cholesky", "column_ties"]
+           "soft_completion_precision", "nearest_correlation", "cholesky", "column_ties"]
 
 #: Hermite terms of the expansion (tau error < 1e-4 for |r| <= 0.95, < 1e-6 for |r| <= 0.9)
 N_TERMS = 48
@@ -63,15 +63,23 @@ class HermiteMoments:
 
     def __init__(self, probabilities: list[np.ndarray], n_terms: int = N_TERMS) -> None:
         self.n_terms = n_terms
-        self.moments = self._moments([np.asarray(p, dtype=float) for p in probabilities])
+        self.cell_coefficients = self._coefficients([np.asarray(p, dtype=float) for p in probabilities])
         k, l_ = np.triu_indices(n_terms, 1)
         order = np.argsort(k + l_, kind="stable")
         self._k, self._l = k[order], l_[order]
         self._starts = np.searchsorted((k + l_)[order], np.arange(1, 2 * n_terms - 2))
         self._degrees = np.arange(1, 2 * n_terms - 2)
 
-    def _moments(self, probabilities: list[np.ndarray]) -> np.ndarray:
-        """``A`` of every column at once: (columns, n_terms, n_terms); cells padded with empty ones."""
+    @property
+    def moments(self) -> np.ndarray:
+        """``A`` of every column: (columns, n_terms, n_terms)."""
+        u = self.cell_coefficients
+        cs = np.cumsum(u, axis=2)
+        du = (cs[:, :, -1:] - cs) - (cs - u)  # (D u)[x] = sum_(x' > x) u - sum_(x' < x) u
+        return np.einsum("dkx,dlx->dkl", u, du)
+
+    def _coefficients(self, probabilities: list[np.ndarray]) -> np.ndarray:
+        """``u`` of every column at once: (columns, n_terms, cells); cells padded with empty ones."""
         m, d = self.n_terms, len(probabilities)
         width = max(len(p) for p in probabilities)
         p = np.zeros((d, width))
@@ -88,10 +96,7 @@ class HermiteMoments:
         u[:, 0] = np.diff(np.concatenate([np.zeros((d, 1)), ndtr(t), np.ones((d, 1))], axis=1), axis=1)
         # int_cell phi h_k = -[phi h_(k-1)] / sqrt(k) between the cell's cut points
         u[:, 1:] = np.moveaxis(g[:-1, :, :-1] - g[:-1, :, 1:], 0, 1) / np.sqrt(np.arange(1, m))[None, :, None]
-        cs = np.cumsum(u, axis=2)
-        du = (cs[:, :, -1:] - cs) - (cs - u)  # (D u)[x] = sum_(x' > x) u - sum_(x' < x) u
-        self.cell_coefficients = u
-        return np.einsum("dkx,dlx->dkl", u, du)
+        return u
 
     def polynomials(self, iu: np.ndarray, ju: np.ndarray, batch: int = 512) -> np.ndarray:
         """Coefficients ``c`` (pairs, 2 n_terms - 2): ``tau(r) = sum_m c[:, m - 1] r^m``, m >= 1."""
@@ -103,24 +108,21 @@ class HermiteMoments:
         return out
 
 
+def _powers(r: np.ndarray, degree: int) -> np.ndarray:
+    """``r^1 .. r^degree`` of every row (one cumulative product)."""
+    return np.cumprod(np.broadcast_to(np.asarray(r, dtype=float)[:, None], (len(r), degree)), axis=1)
+
+
 def horner(c: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``sum_m c[:, m - 1] r^m`` for every row."""
-    v = c[:, -1].copy()
-    for m in range(c.shape[1] - 2, -1, -1):
-        v *= r
-        v += c[:, m]
-    return v * r
+    """``sum_m c[:, m - 1] r^m`` for every row (the series of :class:`HermiteMoments`, no constant term)."""
+    return np.einsum("pm,pm->p", c, _powers(r, c.shape[1]))
 
 
 def horner_slope(c: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Derivative of :func:`horner` in ``r``."""
-    deg = np.arange(1, c.shape[1] + 1, dtype=float)
-    dc = c * deg
-    v = dc[:, -1].copy()
-    for m in range(c.shape[1] - 2, -1, -1):
-        v *= r
-        v += dc[:, m]
-    return v
+    powers = np.ones((len(r), c.shape[1]))
+    powers[:, 1:] = _powers(r, c.shape[1] - 1)
+    return np.einsum("pm,pm->p", c * np.arange(1, c.shape[1] + 1), powers)
 
 
 def solve_polynomials(c: np.ndarray, target: np.ndarray, start: np.ndarray, iters: int = 40,
@@ -128,24 +130,26 @@ def solve_polynomials(c: np.ndarray, target: np.ndarray, start: np.ndarray, iter
     """Roots ``r`` of ``tau(r) = target`` for every row, vectorised safeguarded Newton in ``[-R_MAX, R_MAX]``.
 
     Targets outside the attainable range are clipped to it first (a noisy tau
-    can exceed what the margins allow).
+    can exceed what the margins allow). Rows stop iterating once converged.
     """
     lo, hi = np.full(len(target), -R_MAX), np.full(len(target), R_MAX)
     target = np.clip(target, horner(c, lo), horner(c, hi))
-    r = np.clip(start, -R_MAX + 1e-3, R_MAX - 1e-3)
+    r = np.clip(np.asarray(start, dtype=float), -R_MAX + 1e-3, R_MAX - 1e-3).copy()
+    active = np.arange(len(r))
     for _ in range(iters):
-        f = horner(c, r) - target
-        slope = horner_slope(c, r)
-        lo = np.where(f < 0, r, lo)
-        hi = np.where(f > 0, r, hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = r - f / slope
-        ok = np.isfinite(step) & (step > lo) & (step < hi)
-        new = np.where(ok, step, 0.5 * (lo + hi))
-        done = np.max(np.abs(new - r), initial=0.0) < tol
-        r = new
-        if done:
+        if not len(active):
             break
+        ca, ra = c[active], r[active]
+        f = horner(ca, ra) - target[active]
+        slope = horner_slope(ca, ra)
+        lo[active] = np.where(f < 0, ra, lo[active])
+        hi[active] = np.where(f > 0, ra, hi[active])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = ra - f / slope
+        ok = np.isfinite(step) & (step > lo[active]) & (step < hi[active])
+        new = np.where(ok, step, 0.5 * (lo[active] + hi[active]))
+        r[active] = new
+        active = active[np.abs(new - ra) >= tol]
     return r
 
 
@@ -218,7 +222,7 @@ class PairBridge:
 
 # ---------------------------------------------------------------------------------------- matrices
 def soft_completion(r: np.ndarray, iu: np.ndarray, ju: np.ndarray, d: int, mu: np.ndarray | float,
-                    iters: int = 60, tol: float = 1e-10) -> np.ndarray:
+                    iters: int = 60, tol: float = 1e-10, theta0: np.ndarray | None = None) -> np.ndarray:
     """Correlation matrix with the measured pairs ``(iu, ju)`` close to ``r`` and maximum entropy elsewhere.
 
     Maximises ``log det W - sum_e (W_e - r_e)^2 / (4 mu_e)`` over correlation
@@ -228,8 +232,17 @@ def soft_completion(r: np.ndarray, iu: np.ndarray, ju: np.ndarray, d: int, mu: n
     precision and an inconsistent set still has a solution. Solved in the dual,
     over a precision matrix supported on the measured pairs and the diagonal
     (``-log det T + tr(S T) + sum_e mu_e T_e^2``, convex), by Newton steps with
-    backtracking that keep ``T`` positive definite.
+    backtracking that keep ``T`` positive definite. ``theta0``: a positive
+    definite starting precision (e.g. the previous solution when pairs are
+    added); its entries off the measured pairs are ignored.
     """
+    return soft_completion_precision(r, iu, ju, d, mu, iters, tol, theta0)[0]
+
+
+def soft_completion_precision(r: np.ndarray, iu: np.ndarray, ju: np.ndarray, d: int, mu: np.ndarray | float,
+                              iters: int = 60, tol: float = 1e-10,
+                              theta0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`soft_completion` and the precision matrix it ends at (to warm-start the next one)."""
     r = np.asarray(r, dtype=float)
     n_e = len(r)
     mu = np.broadcast_to(np.asarray(mu, dtype=float), (n_e,))
@@ -238,16 +251,13 @@ def soft_completion(r: np.ndarray, iu: np.ndarray, ju: np.ndarray, d: int, mu: n
     scale = np.concatenate([np.full(d, math.sqrt(0.5)), np.full(n_e, math.sqrt(2.0))])
     x = np.concatenate([np.ones(d), np.zeros(n_e)])
     edge = np.arange(d, d + n_e)
+    if theta0 is not None:
+        start = np.concatenate([np.diag(theta0), theta0[iu, ju]])
+        if np.isfinite(objective_of(start, rows, cols, d, r, mu)[0]):
+            x = start
 
     def objective(v: np.ndarray) -> tuple[float, np.ndarray | None]:
-        t = np.zeros((d, d))
-        t[rows, cols] = v
-        t[cols, rows] = v
-        try:
-            chol = np.linalg.cholesky(t)
-        except np.linalg.LinAlgError:
-            return math.inf, None
-        return float(-2.0 * np.log(np.diag(chol)).sum() + v[:d].sum() + 2.0 * r @ v[d:] + mu @ v[d:] ** 2), t
+        return objective_of(v, rows, cols, d, r, mu)
 
     f, theta = objective(x)
     for _ in range(iters):
@@ -272,7 +282,20 @@ def soft_completion(r: np.ndarray, iu: np.ndarray, ju: np.ndarray, d: int, mu: n
     w = np.linalg.inv(theta)
     s = np.sqrt(np.diag(w))
     w = w / np.outer(s, s)
-    return nearest_correlation(w)
+    return nearest_correlation(w), theta
+
+
+def objective_of(v: np.ndarray, rows: np.ndarray, cols: np.ndarray, d: int, r: np.ndarray,
+                 mu: np.ndarray) -> tuple[float, np.ndarray | None]:
+    """The dual objective of :func:`soft_completion` at precision parameters ``v`` (inf when not PD)."""
+    t = np.zeros((d, d))
+    t[rows, cols] = v
+    t[cols, rows] = v
+    try:
+        chol = np.linalg.cholesky(t)
+    except np.linalg.LinAlgError:
+        return math.inf, None
+    return float(-2.0 * np.log(np.diag(chol)).sum() + v[:d].sum() + 2.0 * r @ v[d:] + mu @ v[d:] ** 2), t
 
 
 def nearest_correlation(matrix: np.ndarray, floor: float = EIG_FLOOR) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -29,12 +30,16 @@ class NPGCColumnCells(ColumnGrid):
         """Number of cells holding values."""
         return ColumnGrid.n_value_cells.fget(self) + (2 if self.bound_cells else 0)
 
+    @cached_property
+    def _categories(self) -> pd.Index:
+        """The categories as an object index (one hash table, built once per column)."""
+        return pd.Index(list(self.spec.categories), dtype=object)
+
     def encode(self, values: pd.Series) -> np.ndarray:
         """Cell index of every value (vectorised; values must satisfy the schema)."""
         kind = self.spec.kind
         if kind in ("categorical", "boolean"):
-            codes = pd.Categorical(values.to_numpy(dtype=object), categories=list(self.spec.categories)).codes
-            codes = codes.astype(np.int64)
+            codes = self._categories.get_indexer(values.to_numpy(dtype=object)).astype(np.int64)
         else:
             x = _as_seconds(values) if kind == "datetime" else values.to_numpy(dtype=float)
             isna = np.isnan(x)

@@ -87,7 +87,7 @@ def pair_tables(codes: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, PairL
     layout = PairLayout(cells)
     flat = np.zeros(layout.size, dtype=np.int64)
     if codes.shape[1] > 1:
-        layout.add(flat, np.asarray(codes, dtype=np.int64))
+        layout.add(flat, np.ascontiguousarray(np.asarray(codes, dtype=np.int64).T))
     return flat, layout
 
 

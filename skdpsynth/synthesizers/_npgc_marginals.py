@@ -61,8 +61,15 @@ def marginals_again(stats, counts, var_cell, cells, offsets, cost, ctx):
     return merged, n_hat
 
 
-def probabilities(counts: np.ndarray, total: float | None) -> np.ndarray:
-    """Cell probabilities: exact counts normalised, or noisy counts projected onto the simplex of ``total``."""
+def probabilities(counts: list[np.ndarray], total: float | None) -> list[np.ndarray]:
+    """Cell probabilities of every column: exact counts normalised, or noisy counts projected onto the simplex
+    of ``total`` (all columns in one projection: shorter columns padded with cells that project to zero)."""
     if total is None:
-        return counts / max(counts.sum(), 1.0)
-    return project_to_simplex(counts, max(total, 1.0)) / max(total, 1.0)
+        return [c / max(c.sum(), 1.0) for c in counts]
+    width = max(len(c) for c in counts)
+    padded = np.full((len(counts), width), -np.inf)
+    for j, c in enumerate(counts):
+        padded[j, :len(c)] = c
+    padded[np.isneginf(padded)] = -1e300
+    out = project_to_simplex(padded, max(total, 1.0)) / max(total, 1.0)
+    return [out[j, :len(c)] for j, c in enumerate(counts)]

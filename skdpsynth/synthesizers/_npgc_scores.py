@@ -38,7 +38,7 @@ from skdpsynth.synthesizers._npgc_bridge import (
     horner,
     horner_slope,
     nearest_correlation,
-    soft_completion,
+    soft_completion_precision,
     solve_polynomials,
 )
 from skdpsynth.synthesizers._npgc_statistics import PairLayout
@@ -157,7 +157,7 @@ def adaptive_scores(tables: np.ndarray, layout: PairLayout, probabilities: list[
     sizes = np.diff(np.linspace(0, n_pairs, rounds + 1).round().astype(int))
     available = np.ones(len(iu), dtype=bool)
     chosen, measured, sd = [], np.zeros(0), np.zeros(0)
-    corr = np.eye(d)
+    corr, theta = np.eye(d), None
     for t, size in enumerate(sizes):
         utility = np.abs(exact - scale * _expected(poly, corr[iu, ju]))
         picks = [_choose(utility, available, float(bound.max()), per_pick, key, noise, accountant, (t, rounds))
@@ -166,7 +166,8 @@ def adaptive_scores(tables: np.ndarray, layout: PairLayout, probabilities: list[
         chosen += picks
         measured = np.concatenate([measured, noisy / scale])
         sd = np.concatenate([sd, np.full(len(picks), sigma / scale)])
-        corr = _fit(poly, np.asarray(chosen), measured, sd, iu, ju, d)
+        last = t == len(sizes) - 1  # earlier rounds only guide the next choices: a looser tolerance
+        corr, theta = _fit(poly, np.asarray(chosen), measured, sd, iu, ju, d, theta, 1e-10 if last else 1e-6)
     return corr
 
 
@@ -210,11 +211,11 @@ def _solve(c: np.ndarray, measured: np.ndarray) -> np.ndarray:
     return solve_polynomials(c, target, start)
 
 
-def _fit(poly, pairs, measured, sd, iu, ju, d) -> np.ndarray:
-    """Bridge the measured pairs, then complete by maximum entropy (post-processing)."""
+def _fit(poly, pairs, measured, sd, iu, ju, d, theta0, tol) -> tuple[np.ndarray, np.ndarray]:
+    """Bridge the measured pairs, then complete by maximum entropy (post-processing); warm-started."""
     c = poly[pairs]
     r = _solve(c, measured)
     slope = np.maximum(np.abs(horner_slope(c, r)), 0.05 * np.maximum(np.abs(c[:, 0]), 1e-3))
     mu = COMPLETION_WEIGHT * (sd / slope) ** 2 + 1e-9
-    return soft_completion(r, iu[pairs], ju[pairs], d, mu)
+    return soft_completion_precision(r, iu[pairs], ju[pairs], d, mu, tol=tol, theta0=theta0)
 

@@ -27,6 +27,8 @@ __all__ = ["CohortStatistics", "PairLayout", "StatisticsBuilder", "dependence_ma
 DEPENDENCE_CELLS = 36
 #: rows x columns encoded at a time (bounds the temporaries of one chunk)
 CHUNK_CELLS = 1 << 21
+#: rows of one pass of the pair tables (their keys stay in the processor's cache)
+PAIR_ROWS = 1 << 13
 
 
 def dependence_map(cells: NPGCColumnCells, cap: int = DEPENDENCE_CELLS) -> np.ndarray:
@@ -81,11 +83,11 @@ class PairLayout:
         return block[j - i - 1, :, :self.sizes[j]]
 
     def add(self, flat: np.ndarray, dep: np.ndarray) -> None:
-        """Add the pair tables of one chunk of dependence-cell codes (rows, d) to ``flat``."""
+        """Add the pair tables of one chunk of dependence-cell codes (d, rows) to ``flat``."""
         for i, (width, rows, k) in enumerate(self.shapes):
             # one bincount per column against every later column: key = (pair, cell_i, cell_j)
-            keys = dep[:, i + 1:] + np.arange(width) * (rows * k)
-            keys += (dep[:, i] * k)[:, None]
+            keys = dep[i + 1:] + (np.arange(width) * (rows * k))[:, None]
+            keys += dep[i] * k
             flat[self.starts[i]:self.starts[i + 1]] += np.bincount(keys.ravel(), minlength=width * rows * k)
 
 
@@ -156,25 +158,32 @@ class StatisticsBuilder:
         self.ecdf = [None] * d if exact_values else None
         self.warnings: dict = {}
 
-    def add(self, Xn: pd.DataFrame) -> None:
-        """Fold in one schema-normalised chunk."""
-        if len(Xn) == 0:
+    def add(self, columns: pd.DataFrame | dict, n_rows: int) -> None:
+        """Fold in one schema-normalised chunk: a DataFrame, or ``TableSchema._normalised_columns`` output
+        (categorical columns as codes into their categories)."""
+        if n_rows == 0:
             return
-        codes = np.empty((len(Xn), len(self.cells)), dtype=np.int64)
+        codes = np.empty((len(self.cells), n_rows), dtype=np.int64)  # one contiguous row per column
         for j, g in enumerate(self.cells):
-            col = Xn[g.spec.name]
-            codes[:, j] = g.encode(col)
+            col = columns[g.spec.name]
+            if isinstance(col, np.ndarray):  # category codes, -1 missing
+                codes[j] = np.where(col < 0, g.missing_cell if g.missing_cell is not None else -1, col)
+                continue
+            codes[j] = g.encode(col)
             if self.exact_values and g.spec.kind not in ("categorical", "boolean"):
                 self.ecdf[j] = _merge_ecdf(self.ecdf[j], _column_ecdf(col, g.spec.kind))
         self.add_codes(codes)
 
     def add_codes(self, codes: np.ndarray) -> None:
-        """Fold in the cell codes (rows, d) of one chunk."""
-        self.n += len(codes)
-        self.counts += np.bincount((codes + self.offsets[:-1]).ravel(), minlength=len(self.counts))
-        if codes.shape[1] > 1:
-            dep = np.column_stack([m[codes[:, j]] for j, m in enumerate(self.maps)])
-            self.layout.add(self.tables, dep)
+        """Fold in the cell codes (d, rows) of one chunk."""
+        self.n += codes.shape[1]
+        self.counts += np.bincount((codes + self.offsets[:-1, None]).ravel(), minlength=len(self.counts))
+        if len(codes) > 1:
+            dep = np.empty_like(codes)
+            for j, m in enumerate(self.maps):
+                dep[j] = m[codes[j]]
+            for start in range(0, dep.shape[1], PAIR_ROWS):  # keys of a few thousand rows stay in cache
+                self.layout.add(self.tables, dep[:, start:start + PAIR_ROWS])
 
     def result(self) -> CohortStatistics:
         """The statistics so far."""
@@ -204,13 +213,14 @@ def frame_statistics(X: pd.DataFrame, cells: tuple[NPGCColumnCells, ...], *, sch
     """
     builder = StatisticsBuilder(cells, exact_values)
     rows = chunk_rows(X.shape[1])
-    for start in range(0, len(X), rows):
-        chunk = X.iloc[start:start + rows]
-        if schema is not None:
+    for start in range(0, max(len(X), 1), rows):
+        chunk = X if len(X) <= rows else X.iloc[start:start + rows]
+        columns = chunk
+        if schema is not None:  # checked and normalised column by column; no normalised copy of the chunk
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                chunk = schema.validate(chunk)
+                columns = schema._normalised_columns(chunk, category_codes=True)
             for w in caught:
                 builder.warnings[(w.category, str(w.message))] = None
-        builder.add(chunk)
+        builder.add(columns, len(chunk))
     return builder.result()

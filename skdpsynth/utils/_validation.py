@@ -129,6 +129,8 @@ def _check_columns(frame: pd.DataFrame) -> None:
             if _has_inf(col):
                 problems.append(f"{name!r} contains infinite values (inf); replace them by NaN or finite numbers")
         elif col.dtype == object:
+            if pd.api.types.infer_dtype(col, skipna=True) == "string":
+                continue  # text only: one type scan in C, no hashing
             values = _distinct_present(col)  # kinds of the distinct values (equal values share a kind)
             kinds = {_value_kind(v) for v in values}
             if "other" in kinds:
