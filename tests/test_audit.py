@@ -228,7 +228,7 @@ def test_knowledge_tracing_check_names_missing_columns(students):
 # --------------------------------------------------------------------------- real data
 @pytest.mark.realdata
 def test_reasonable_release_of_uci_dropout_is_approved(data_dir):
-    from skdpsynth import NPGCSynthesizer
+    from skdpsynth import AIMSynthesizer
     from skdpsynth.datasets._schemas import uci_dropout_schema
 
     df = pd.read_csv(data_dir / "uci_dropout" / "data.csv", sep=";", encoding="utf-8-sig")
@@ -236,11 +236,13 @@ def test_reasonable_release_of_uci_dropout_is_approved(data_dir):
     idx = np.random.default_rng(0).permutation(len(df))
     train, holdout = df.iloc[idx[: len(df) // 2]], df.iloc[idx[len(df) // 2:]]
     schema = uci_dropout_schema()
-    synth = NPGCSynthesizer(epsilon=10.0, schema=schema, random_state=0).fit(train)
+    # AIM at epsilon 3: TSTR/TRTR 0.84-0.91 over fresh noise and samples (NPGC at epsilon 10 sits at 0.79-0.86,
+    # on the 0.8 line: a verdict that would follow the draw)
+    synth = AIMSynthesizer(epsilon=3.0, schema=schema, random_state=0).fit(train)
     checks = pearl_checks("classification", target="Target", protected="Gender", schema=schema)
     report = ReleaseAuditor(checks, random_state=0).audit(synth, X_train=train, X_holdout=holdout)
     assert report.approved, report.reasons
-    assert report.synthesizer["privacy_spent"]["epsilon"] <= 10.0 * (1 + 1e-9)  # the accountant's float tolerance
+    assert report.synthesizer["privacy_spent"]["epsilon"] <= 3.0 * (1 + 1e-9)  # the accountant's float tolerance
     assert report.results["privacy"].details["membership_auc"] <= 0.55
     # a copy of the training rows is rejected on the same data
     copy = ReleaseAuditor(checks).audit(synthetic=train.copy(), X_train=train, X_holdout=holdout)

@@ -392,7 +392,9 @@ def test_stratified_sampling_reproduces_the_marginal(mixed_frame, mixed_schema, 
     j = list(synth.schema_.names).index("course")
     expected = synth.probabilities_[j] * n  # cells: math, bio, art, history, missing
     got = out["course"].value_counts().reindex(["math", "bio", "art", "history"], fill_value=0).to_numpy()
-    assert np.all(np.abs(got - expected[:4]) <= 1.0 + 1e-9)
+    # every stratum i holds one uniform in [i/n, (i+1)/n): a cell's interval gets all strata inside it, and
+    # perhaps the two it cuts at its ends, so its count is less than two rows from n * p
+    assert np.all(np.abs(got - expected[:4]) < 2.0)
     if epsilon is None:  # exact marginal preservation: the training frequencies themselves
         real = mixed_frame["course"].value_counts(normalize=True).reindex(["math", "bio", "art"])
         np.testing.assert_allclose(out["course"].value_counts(normalize=True).reindex(real.index), real, atol=2e-3)

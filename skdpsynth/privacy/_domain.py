@@ -58,6 +58,7 @@ from skdpsynth.privacy._domain_columns import (
     show,
     spec_of,
     tail_cells,
+    tightened,
     unreleased_notes,
 )
 from skdpsynth.privacy._domain_plan import DomainPlan, DomainRun, plan_domain
@@ -241,12 +242,15 @@ def _tail_check(X: pd.DataFrame, cols: list[Column], run: DomainRun, n_hat: int)
         for side, mass in (("below", chunk[0]), ("above", chunk[1])):
             if mass < significant:
                 continue
-            start = c.lo_bin if side == "below" else c.hi_bin
-            new = widen_bin(c.noisy, start, -1 if side == "below" else 1, sd_bins, mass)
-            if side == "below":
-                c.lo_bin = new
+            if tightened(c, side):  # the mass may lie in the edge bin beyond its released values: its edge first
+                c.loose.add(side)
             else:
-                c.hi_bin = new
+                start = c.lo_bin if side == "below" else c.hi_bin
+                new = widen_bin(c.noisy, start, -1 if side == "below" else 1, sd_bins, mass)
+                if side == "below":
+                    c.lo_bin = new
+                else:
+                    c.hi_bin = new
             lo, hi = bounds(c)
             notes.append(f"{c.name!r}: about {mass / n_col:.1%} of values (a noisy count) lay {side} the estimated "
                          f"bound; widened to [{show(c, lo)}, {show(c, hi)}]")

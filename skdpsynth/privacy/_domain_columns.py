@@ -17,7 +17,7 @@ from skdpsynth.privacy._domain_plan import DomainPlan
 from skdpsynth.schema import ColumnSpec
 
 __all__ = ["Column", "NUMERIC", "MISSING", "TAIL_SHARE", "Z_TAIL", "DEFAULT_QUANTILES", "false_positive_rate",
-           "decide", "bounds", "tail_cells", "unreleased_notes", "show", "spec_of"]
+           "decide", "bounds", "tightened", "tail_cells", "unreleased_notes", "show", "spec_of"]
 
 NUMERIC = ("continuous", "integer", "datetime")
 FP = 0.05  # expected number of empty bins the detection lets through, per table
@@ -47,6 +47,7 @@ class Column:
     sd: float = 0.0
     key_sd: float = 0.0
     missing_released: bool = False
+    loose: set = field(default_factory=set)  # edges ("below"/"above") that released values may no longer tighten
 
     @property
     def binned(self) -> bool:
@@ -112,9 +113,21 @@ def bounds(c: Column) -> tuple[float, float]:
     """Value bounds of the chosen bins; for integers, released values may tighten an edge bin or widen them."""
     lo, hi = c.bins.bounds(c.lo_bin, c.hi_bin, c.kind == "integer")
     if c.kind == "integer" and c.keys:
-        lo, hi = explained_edge(c, c.lo_bin, min), explained_edge(c, c.hi_bin, max)
+        if "below" not in c.loose:
+            lo = explained_edge(c, c.lo_bin, min)
+        if "above" not in c.loose:
+            hi = explained_edge(c, c.hi_bin, max)
         lo, hi = min(lo, float(min(c.keys))), max(hi, float(max(c.keys)))
     return lo, hi
+
+
+def tightened(c: Column, side: str) -> bool:
+    """Whether released values moved this edge inside its bin (then mass beyond it may lie in that bin)."""
+    if c.kind != "integer" or not c.keys or side in c.loose:
+        return False
+    i = c.lo_bin if side == "below" else c.hi_bin
+    edge = c.bins.bounds(i, i, True)[0 if side == "below" else 1]
+    return explained_edge(c, i, min if side == "below" else max) != edge
 
 
 def explained_edge(c: Column, i: int, pick) -> float:

@@ -84,7 +84,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         Share of ``epsilon`` and ``delta`` spent on the domain when ``schema`` is None.
     stratified : bool, default=True
         Draw the rows of one ``sample`` call jointly so that every column's
-        frequencies match the model's marginal to within one row (rank-stratified
+        frequencies match the model's marginal to within two rows (rank-stratified
         uniforms; the copula is unchanged): no multinomial noise accumulating
         when synthetic data are refitted generation after generation. A column
         sampled from a two-way table (``table_edges_``) follows its table given

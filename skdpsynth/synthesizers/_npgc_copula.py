@@ -65,7 +65,7 @@ class GaussianCopula:
 
         ``stratified=True``: rank-stratified uniforms -- the i-th smallest
         latent value of a column gets ``u`` in ``[i/n, (i+1)/n)``, so each
-        column's frequencies match its marginal to within one row while the
+        column's frequencies match its marginal to within two rows (a cell's two end strata) while the
         ranks (hence the copula) are those of ``z``. Otherwise i.i.d. rows in
         chunks (bounded memory); ``u = Phi(z)`` falls in cell ``c`` exactly when
         ``z`` lies between the cut points, so ``Phi`` is evaluated only for
