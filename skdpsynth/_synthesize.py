@@ -12,6 +12,9 @@ import hashlib
 import inspect
 import shlex
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +22,15 @@ import pandas as pd
 
 from skdpsynth._io import TableWriter, check_output, read_schema, read_table, table_format, write_json
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError, SkdpsynthError
+from skdpsynth.privacy._domain import DRAFT_COMMAND
 from skdpsynth.synthesizers._registry import SynthesizerInfo, by_method
 
 __all__ = ["synthesize", "budget_path", "budget_record"]
 
 #: cells (rows x columns) per sampled batch: bounds memory for wide tables and large releases
 BATCH_CELLS = 2_000_000
+#: the words every advice to draft a schema contains (said at most once per run)
+DRAFT_HINT = "skdpsynth schema draft"
 
 
 def _say(message: str) -> None:
@@ -84,28 +90,65 @@ def _warn_before_fit(args: argparse.Namespace, schema: Any) -> None:
              "a schema from the codebook gives better results.")
 
 
-def _draft_hint(args: argparse.Namespace, synth: Any) -> str:
-    log = getattr(synth, "budget_log_", ())
-    if log:
+def _cost(synth: Any) -> str:
+    """What a failed fit has spent, in one sentence."""
+    if getattr(synth, "budget_log_", ()):
         spent = synth.privacy_spent_
-        cost = (f"This attempt used the data (epsilon {spent.epsilon:.3g} spent): count it against your total "
-                "budget. ")
-    else:
-        cost = "Nothing was spent. "
-    command = f"skdpsynth schema draft {shlex.quote(str(args.input))} -o schema.json"
-    return (f"{cost}Without --schema the domain must be estimated under DP, and it could not be at this budget. "
-            f"Write a schema instead: run\n    {command}\ncheck it against the codebook, then pass --schema "
+        return f"This attempt used the data (epsilon {spent.epsilon:.3g} spent): count it against your total budget."
+    return "Nothing was spent."
+
+
+def _draft_command(args: argparse.Namespace) -> str:
+    return f"skdpsynth schema draft {shlex.quote(str(args.input))} -o schema.json"
+
+
+def _in_cli_words(text: str, args: argparse.Namespace) -> str:
+    """The library's advice (Python API words, a placeholder file name) said for this command line."""
+    text = text.replace(DRAFT_COMMAND, _draft_command(args))
+    for api, cli in _CLI_WORDS:
+        text = text.replace(api, cli)
+    return text
+
+
+#: the domain estimate's advice in Python API words, and the same advice for ``skdpsynth synthesize``
+_CLI_WORDS = (("` (or TableSchema.draft(X)) writes", "` writes"), ("schema=schema.json", "--schema schema.json"),
+              ("Or raise epsilon or domain_share.", "Or raise --epsilon."), ("or set delta.", "or set --delta."))
+
+
+def _draft_hint(args: argparse.Namespace) -> str:
+    return ("Without --schema the domain must be estimated under DP, and it could not be at this budget. Write a "
+            f"schema instead: run\n    {_draft_command(args)}\ncheck it against the codebook, then pass --schema "
             "schema.json.")
 
 
+@contextmanager
+def _cli_advice(args: argparse.Namespace, shown: list[str]) -> Iterator[None]:
+    """Warnings raised inside, in command-line words; their text is kept in ``shown``."""
+    previous = warnings.showwarning
+
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        text = _in_cli_words(str(message), args)
+        shown.append(text)
+        previous(text, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 def _fit(cls: type, params: dict[str, Any], X: pd.DataFrame, args: argparse.Namespace, schema: Any) -> Any:
+    """Fit; the domain estimate's warnings and refusals say what to do in command-line words, once."""
     synth = cls(**params)
     _say(f"fitting {cls.__name__} on {X.shape[1]} columns ...")
+    shown: list[str] = []
     try:
-        synth.fit(X)
+        with _cli_advice(args, shown):
+            synth.fit(X)
     except (PrivacyBudgetError, SchemaError) as exc:
         if schema is None and args.epsilon is not None:
-            raise SkdpsynthError(f"{exc}\n{_draft_hint(args, synth)}") from exc
+            message = _in_cli_words(str(exc), args)
+            hinted = any(DRAFT_HINT in text for text in [message, *shown])
+            raise SkdpsynthError(f"{message}\n{_cost(synth)}" + ("" if hinted else f" {_draft_hint(args)}")) from exc
         raise
     return synth
 

@@ -281,6 +281,34 @@ def test_without_schema_refusal_names_the_draft_command(files, capsys):
     assert "skdpsynth schema draft" in err and "-o schema.json" in err
 
 
+def test_draft_hint_is_said_once_in_command_line_words(files, capsys):
+    """The domain estimate's refusal carries the advice: the command line says it once, for this file, in CLI words."""
+    code, _, err = run(capsys, synth_args(files, schema=False))
+    assert code == 2 and "domain cannot be estimated" in err
+    assert err.count("schema draft") == 1, err
+    assert f"skdpsynth schema draft {files / 'data.csv'} -o schema.json" in err and "--schema schema.json" in err
+    assert "DATA" not in err and "schema=schema.json" not in err and "TableSchema.draft" not in err
+
+
+def test_draft_hint_once_after_the_domain_warning(files, capsys, monkeypatch):
+    """A domain-estimate warning that gave the advice, then a refusal of the model: the advice still appears once."""
+    import warnings
+
+    from skdpsynth.exceptions import PrivacyBudgetError
+    from skdpsynth.privacy._domain import DRAFT_COMMAND
+
+    def fit(self, X, y=None, **params):
+        warnings.warn(f"DP domain estimate: values outside the domain are clipped (`{DRAFT_COMMAND}` drafts one).",
+                      UserWarning, stacklevel=2)
+        raise PrivacyBudgetError("no budget left for the model after the domain estimate.")
+
+    monkeypatch.setattr(DPMarginalsSynthesizer, "fit", fit)
+    code, _, err = run(capsys, synth_args(files, schema=False))
+    assert code == 2 and "no budget left for the model" in err
+    assert err.count("schema draft") == 1, err
+    assert f"skdpsynth schema draft {files / 'data.csv'} -o schema.json" in err  # the warning names the file too
+
+
 def test_sampling_in_batches(files, capsys, monkeypatch):
     import skdpsynth._synthesize as synthesize
 
