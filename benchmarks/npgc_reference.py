@@ -7,6 +7,15 @@ table. The reference's epsilon is what it *claims*: it is not DP (see docs/npgc.
 
 Run: ``python benchmarks/npgc_reference.py`` (about 15 min on 2 cores) or
 ``--quick`` (Adult subsample, epsilon None and 1, no 1M-row sampling).
+
+``--utility``: the audit of issue 15 at epsilon 1, side by side in one run -- NPGC
+*before* (the package at ``--before``, a git revision extracted with ``git archive``)
+and *after* (the working tree), and MST: TSTR macro-F1 / TRTR (HistGradientBoosting,
+train on the synthetic table, test on the real 30 % holdout) and the SDMetrics quality
+report against the whole 70 % training split, on Adult, UCI dropout, OULAD studentInfo
+and UCI HESP, ``--seeds`` seeds each (fresh secure noise). Results:
+``results/npgc_utility.{json,md}`` (with ``--quick``: one seed on UCI dropout,
+``results/npgc_utility_quick.{json,md}``).
 """
 
 from __future__ import annotations
@@ -135,7 +144,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--utility", action="store_true", help="the epsilon-1 audit: NPGC before/after and MST")
+    parser.add_argument("--before", default="3aa7b48", help="git revision of the 'before' NPGC (--utility)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per setting (--utility)")
+    parser.add_argument("--datasets", nargs="*", default=None, help="(--utility) subset of the four tables")
     args = parser.parse_args()
+    if args.utility:
+        from _npgc_utility import run_utility
+
+        if args.quick:  # one seed on UCI dropout, written beside the full results
+            run_utility(args.before, 1, args.datasets or ["uci_dropout"], out_name="npgc_utility_quick")
+        else:
+            run_utility(args.before, args.seeds, args.datasets)
+        return
     logging.getLogger("npgc").setLevel(logging.WARNING)
     warnings.simplefilter("ignore")
     datasets = ["adult"] if args.quick else ["adult", "uci_dropout"]

@@ -21,6 +21,7 @@ _LAZY = {
     "BaseTabularSynthesizer": "skdpsynth.base",
     "PrivacyBudgetError": "skdpsynth.exceptions",
     "SchemaError": "skdpsynth.exceptions",
+    "DomainEstimateError": "skdpsynth.exceptions",
     "NotFittedError": "skdpsynth.exceptions",
     "PrivacyLeakWarning": "skdpsynth.exceptions",
     "SkdpsynthError": "skdpsynth.exceptions",

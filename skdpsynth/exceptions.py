@@ -1,6 +1,14 @@
-"""Exceptions and warnings raised by skdpsynth."""
+"""Exceptions and warnings raised by skdpsynth.
+
+:class:`DomainEstimateError` (a :class:`PrivacyBudgetError` and a
+:class:`SchemaError`) is defined beside the DP domain estimate in
+:mod:`skdpsynth.privacy` and re-exported here on first use, so that importing
+this module stays cheap.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
@@ -10,6 +18,7 @@ __all__ = [
     "PrivacyBudgetError",
     "InvalidBudgetError",
     "SchemaError",
+    "DomainEstimateError",
     "NotFittedError",
     "PrivacyLeakWarning",
 ]
@@ -50,3 +59,11 @@ class PrivacyLeakWarning(UserWarning):
     (bounds, categories) straight from the data. A release built on such a schema is
     not end-to-end differentially private unless the domain really is public.
     """
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DomainEstimateError":
+        from skdpsynth.privacy._domain import DomainEstimateError
+
+        return DomainEstimateError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -80,3 +80,22 @@ def test_cli_datasets_fetch_unknown_is_a_clear_error(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "error: unknown dataset 'no_such_dataset'" in err and "uci_dropout" in err
+
+
+def test_domain_estimate_error_is_public_and_raised_with_its_advice():
+    """``DomainEstimateError`` is importable as the other errors are, and a refused estimate says what to do."""
+    from skdpsynth import DomainEstimateError, DPMarginalsSynthesizer, PrivacyBudgetError, SchemaError
+    from skdpsynth import exceptions
+    from skdpsynth.privacy._domain import DomainEstimateError as defined
+
+    assert DomainEstimateError is exceptions.DomainEstimateError is defined
+    assert "DomainEstimateError" in exceptions.__all__ and "DomainEstimateError" in skdpsynth.__all__
+    assert issubclass(DomainEstimateError, PrivacyBudgetError) and issubclass(DomainEstimateError, SchemaError)
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"age": rng.integers(17, 40, 40), "course": rng.choice(["a", "b"], 40)})
+    synth = DPMarginalsSynthesizer(epsilon=1.0)
+    with pytest.raises(DomainEstimateError) as err:
+        synth.fit(X)
+    message = str(err.value)
+    assert "'age'" in message and "'course'" in message  # every column it cannot serve, by name
+    assert "skdpsynth schema draft" in message and "TableSchema.draft" in message and "epsilon" in message
