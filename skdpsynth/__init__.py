@@ -22,6 +22,7 @@ _LAZY = {
     "PrivacyBudgetError": "skdpsynth.exceptions",
     "SchemaError": "skdpsynth.exceptions",
     "DomainEstimateError": "skdpsynth.exceptions",
+    "InvalidBudgetError": "skdpsynth.exceptions",
     "NotFittedError": "skdpsynth.exceptions",
     "PrivacyLeakWarning": "skdpsynth.exceptions",
     "SkdpsynthError": "skdpsynth.exceptions",

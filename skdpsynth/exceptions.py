@@ -18,7 +18,7 @@ __all__ = [
     "PrivacyBudgetError",
     "InvalidBudgetError",
     "SchemaError",
-    "DomainEstimateError",
+    "DomainEstimateError",  # noqa: F822 - defined in skdpsynth.privacy, resolved by __getattr__ below
     "NotFittedError",
     "PrivacyLeakWarning",
 ]

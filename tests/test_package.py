@@ -84,8 +84,7 @@ def test_cli_datasets_fetch_unknown_is_a_clear_error(tmp_path, capsys):
 
 def test_domain_estimate_error_is_public_and_raised_with_its_advice():
     """``DomainEstimateError`` is importable as the other errors are, and a refused estimate says what to do."""
-    from skdpsynth import DomainEstimateError, DPMarginalsSynthesizer, PrivacyBudgetError, SchemaError
-    from skdpsynth import exceptions
+    from skdpsynth import DomainEstimateError, DPMarginalsSynthesizer, PrivacyBudgetError, SchemaError, exceptions
     from skdpsynth.privacy._domain import DomainEstimateError as defined
 
     assert DomainEstimateError is exceptions.DomainEstimateError is defined
@@ -99,3 +98,14 @@ def test_domain_estimate_error_is_public_and_raised_with_its_advice():
     message = str(err.value)
     assert "'age'" in message and "'course'" in message  # every column it cannot serve, by name
     assert "skdpsynth schema draft" in message and "TableSchema.draft" in message and "epsilon" in message
+
+
+def test_api_page_lists_every_error():
+    """docs/api.md (``python docs/build_api.py``) lists every public error and warning."""
+    from pathlib import Path
+
+    from skdpsynth import exceptions
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    missing = [name for name in exceptions.__all__ if f"**`{name}`**" not in page]
+    assert not missing, f"docs/api.md lacks {missing}: regenerate it with python docs/build_api.py"
