@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ NEIGHBOURING = "add/remove one person (all of their records)"
 _TOL = 1e-9
 
 
+@lru_cache(maxsize=4096)  # pure function of two floats; fits convert the same totals again and again
 def zcdp_to_approx_dp(rho: float, delta: float) -> float:
     """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP.
 
@@ -72,6 +74,7 @@ def zcdp_to_approx_dp(rho: float, delta: float) -> float:
     return float(max(0.0, min(eps.min(), simple)))
 
 
+@lru_cache(maxsize=1024)
 def approx_dp_to_zcdp(epsilon: float, delta: float) -> float:
     """Largest rho whose conversion (:func:`zcdp_to_approx_dp`) stays within (epsilon, delta)."""
     if epsilon <= 0:
