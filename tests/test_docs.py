@@ -182,6 +182,19 @@ def test_doc_examples_use_the_public_api(doc: Path) -> None:
         assert "shared/data" not in block.code, f"{doc.name}:{block.line}: load data with the loaders, not a path"
 
 
+def test_architecture_has_runnable_templates() -> None:
+    """docs/architecture.md shows how to add a synthesizer and a check, each with code that runs (above)."""
+    doc = ROOT / "docs" / "architecture.md"
+    text = doc.read_text(encoding="utf-8")
+    sections = {s.split("\n", 1)[0]: s for s in re.split(r"^## ", text, flags=re.M)[1:]}
+    for title, needles in {"Adding a synthesizer": ("BaseTabularSynthesizer", "check_synthesizer", "check_estimator"),
+                           "Adding a check": ("BaseCheck", "CheckResult", "ReleaseAuditor", "redact")}.items():
+        assert title in sections, f"docs/architecture.md lacks the section {title!r}"
+        body = sections[title]
+        assert "```python" in body and "not run" not in body, f"{title!r} needs a runnable example"
+        assert all(n in body for n in needles), f"{title!r} should use {needles}"
+
+
 def test_skip_marker_and_indented_fences(tmp_path: Path) -> None:
     """The extractor keeps indented blocks (inside lists) and honours the "not run" comment."""
     md = tmp_path / "x.md"
