@@ -4,6 +4,7 @@
     python benchmarks/domain_estimate.py --quick             # one seed, smaller Adult
     python benchmarks/domain_estimate.py --out before.json   # raw rows only (e.g. run on an older checkout)
     python benchmarks/domain_estimate.py --before before.json  # merge a "before" run into the tables
+    python benchmarks/domain_estimate.py --only oulad        # rerun some runners, keep the other committed rows
 
 Scenarios (each fit without ``schema=`` unless the row says "codebook schema"):
 
@@ -14,8 +15,10 @@ Scenarios (each fit without ``schema=`` unless the row says "codebook schema"):
   SDMetrics quality against the codebook-schema path;
 * ``wide``: a simulated 649 x 30 student table and UCI HESP (145 x 31) at epsilon 5 and 1: does it fit, are the
   synthetic medians inside the real ranges, and is a refusal clean (only a noisy count spent);
-* ``oulad``: DP-Markov on OULAD module AAA without ``vocabulary=`` at epsilon 1: which of the activity types
-  most learners visit are discovered.
+* ``oulad``: DP-Markov on OULAD module AAA without ``vocabulary=`` at epsilon 1 (five seeds): which of the
+  activity types most learners visit are discovered, under the defaults, a larger share, the Gaussian mechanism
+  (the domain composes in zCDP with the model) and with the outcome categories given; the transition error of
+  each release against the public-vocabulary references.
 
 Results: ``results/domain_estimate.{json,md}``.
 """
@@ -229,73 +232,85 @@ def bench_wide(seeds: list[int]) -> list[dict]:
 def _oulad_table():
     from skdpsynth.datasets import load_oulad
 
-    clicks = load_oulad(path=SHARED_DATA / "oulad", module="AAA", download=False).clickstream
-    return pd.DataFrame({"learner": clicks["code_presentation"] + "-" + clicks["id_student"].astype(str),
-                         "date": clicks["date"], "activity_type": clicks["activity_type"],
-                         "final_result": clicks["final_result"]})
+    oulad = load_oulad(path=SHARED_DATA / "oulad", module="AAA", download=False)
+    clicks = oulad.clickstream
+    table = pd.DataFrame({"learner": clicks["code_presentation"] + "-" + clicks["id_student"].astype(str),
+                          "date": clicks["date"], "activity_type": clicks["activity_type"],
+                          "final_result": clicks["final_result"]})
+    # public: the VLE's activity types (course catalogue, vle.csv) and the codebook's outcome categories
+    vocab = sorted(oulad.tables["vle"]["activity_type"].unique())
+    return table, vocab
+
+
+#: the OULAD codebook's outcome categories (public)
+OULAD_LABELS = {"final_result": {"kind": "categorical", "nullable": False,
+                                 "categories": ["Distinction", "Pass", "Fail", "Withdrawn"]}}
+
+
+def _oulad_settings(vocab: list) -> list[tuple[str, dict]]:
+    return [("defaults (geometric, domain_share=0.1)", {}),
+            ("domain_share=0.3", {"domain_share": 0.3}),
+            ("mechanism='gaussian'", {"mechanism": "gaussian"}),
+            ("mechanism='gaussian', label categories public (schema=)", {"mechanism": "gaussian",
+                                                                           "schema": OULAD_LABELS}),
+            ("geometric, label categories public (schema=)", {"schema": OULAD_LABELS}),
+            ("reference: vocabulary= and schema= public (geometric)", {"vocabulary": vocab, "schema": OULAD_LABELS}),
+            ("reference: vocabulary= and schema= public (gaussian)", {"vocabulary": vocab, "schema": OULAD_LABELS,
+                                                                      "mechanism": "gaussian"})]
+
+
+def _transition_tv(real: pd.DataFrame, syn: pd.DataFrame, states: list) -> float:
+    """Mean TV distance of the next-event distributions (rows weighted by the real rows' frequency); utility only."""
+    from skdpsynth.synthesizers._sequence_data import transition_frequencies
+
+    unreleased = "(not released)"  # synthetic events of the unreleased state (missing values)
+    kw = dict(id_column="learner", order_column="date", event_column="activity_type", states=[*states, unreleased])
+    p = transition_frequencies(real, **kw)
+    q = transition_frequencies(syn.assign(activity_type=syn["activity_type"].astype(object).fillna(unreleased)), **kw)
+    prev = pd.Index(states).get_indexer(real["activity_type"])
+    weight = np.append(np.bincount(prev[prev >= 0], minlength=len(states)), [0, real["learner"].nunique()])
+    tv = 0.5 * np.abs(p - q).sum(axis=1)
+    return float((tv * weight).sum() / weight.sum())
+
+
+def _vocabulary_threshold(est, table: pd.DataFrame) -> int | None:
+    """Learners a state needs to be released at these settings (public planning; None when the vocabulary is given)."""
+    from skdpsynth.synthesizers._sequence_domain import vocabulary_threshold
+
+    if est.vocabulary is not None:
+        return None
+    learners = table[["final_result"]] if est.schema is None else None
+    return vocabulary_threshold(est, learners, est.mechanism, est.domain_share)[0]
 
 
 def bench_oulad(seeds: list[int]) -> list[dict]:
     from skdpsynth.synthesizers import DPMarkovSynthesizer
 
-    table = _oulad_table()
+    table, vocab = _oulad_table()
     n = table["learner"].nunique()
     visits = table.drop_duplicates(["learner", "activity_type"])["activity_type"].value_counts()
     most = set(visits[visits >= n / 2].index)
     cols = dict(id_column="learner", order_column="date", event_columns="activity_type",
                 label_column="final_result", max_length=300, duplicate_order="stable")
+    real = table.sort_values(["learner", "date"], kind="stable")
+    real = real[real.groupby("learner").cumcount() < 300]
     rows = []
-    for label, extra in (("defaults (geometric, domain_share=0.1)", {}), ("domain_share=0.3", {"domain_share": 0.3}),
-                         ("mechanism='gaussian'", {"mechanism": "gaussian"})):
+    for label, extra in _oulad_settings(vocab):
         for seed in seeds:
             r = fit(DPMarkovSynthesizer, table, epsilon=1.0, delta=DELTA, **cols, **extra)
             row = {"scenario": "oulad AAA vocabulary", "setting": label, "epsilon": 1.0, "seed": seed,
                    "status": r["status"], "clean_refusal": r["clean_refusal"], "error": r["error"],
-                   "types_most_learners_visit": len(most)}
+                   "types_most_learners_visit": len(most), "threshold": _vocabulary_threshold(r["est"], table)}
             if r["status"] == "fits":
-                got = {s[0] for s in r["est"].states_}
+                est = r["est"]
+                got = {s[0] for s in est.states_}
                 row["found"] = len(most & got)
                 row["released"] = sorted(got)
-                row["labels"] = list(r["est"].learner_schema_["final_result"].categories)
+                row["labels"] = list(est.learner_schema_["final_result"].categories)
+                row["spent_epsilon"], row["spent_delta"] = est.privacy_spent_.epsilon, est.privacy_spent_.delta
+                syn = est.sample(n, random_state=seed)
+                row["transition_tv"] = _transition_tv(real, syn, vocab)
             rows.append(row)
-    rows += _oulad_zcdp(table, most, seeds)
-    return rows
-
-
-def _oulad_zcdp(table: pd.DataFrame, most: set, seeds: list[int]) -> list[dict]:
-    """discover_vocabulary as the sequence base would call it with the model's planned zCDP records (proposed)."""
-    try:
-        import inspect
-
-        from skdpsynth.base import FitContext
-        from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, approx_dp_to_zcdp
-        from skdpsynth.privacy._noise import NoiseSource
-        from skdpsynth.synthesizers._sequence_domain import discover_vocabulary
-
-        if "later" not in inspect.signature(discover_vocabulary).parameters:
-            return []
-    except ImportError:
-        return []
-    t = table.sort_values(["learner", "date"], kind="stable")
-    t = t[t.groupby("learner").cumcount() < 300]
-    learner = pd.factorize(t["learner"])[0]
-    rows = []
-    for seed in seeds:
-        # mechanism='gaussian', domain_share=0.1: vocabulary and label domain get 0.05 each, the model the rest
-        acc = BudgetAccountant(1.0, DELTA, delta_zcdp=DELTA * 0.9)
-        later = [BudgetRecord("planned", "label/static domain", "approx", epsilon=0.05, delta=DELTA * 0.05),
-                 BudgetRecord("planned", "model", "zcdp", rho=approx_dp_to_zcdp(0.9, DELTA * 0.9))]
-        ctx = FitContext(acc, NoiseSource.secure(), np.random.default_rng(seed), True)
-        row = {"scenario": "oulad AAA vocabulary", "setting": "proposed: mechanism='gaussian' with the model's "
-               "planned zCDP records (later=)", "epsilon": 1.0, "seed": seed, "types_most_learners_visit": len(most)}
-        try:
-            states = discover_vocabulary(t[["activity_type"]], learner, max_contrib=10, epsilon=0.05,
-                                         delta=DELTA * 0.05, ctx=ctx, later=later)
-            got = {s[0] for s in states}
-            row.update(status="fits", found=len(most & got), released=sorted(got))
-        except Exception as exc:  # noqa: BLE001
-            row.update(status="refuses", error=f"{type(exc).__name__}: {exc}"[:300])
-        rows.append(row)
     return rows
 
 
@@ -308,11 +323,22 @@ NOTES = [
     "the `skdpsynth schema draft` command. NPGC and MST (zCDP models) fit.",
     "* UCI HESP has 145 students and 31 columns: below what the estimate needs at epsilon 5 (about 170-230 "
     "people per column); it refuses cleanly. The 649-row student table fits at epsilon 5.",
-    "* OULAD: with DP-Markov's defaults (pure model, domain_share 0.1 split between the vocabulary and the label "
-    "domain: epsilon 0.05 each) no vocabulary can be released for 735 learners; the refusal is clean (only a "
-    "noisy count). 'proposed' calls the new `discover_vocabulary(..., later=...)` as the sequence base would once "
-    "it passes the model's planned zCDP records (mechanism='gaussian', default share): the vocabulary then "
-    "composes in zCDP with the model.",
+    "* OULAD AAA (735 learners, 9 activity types, 7 of them visited by at least half the learners): with "
+    "DP-Markov's defaults (pure geometric model, domain_share 0.1 split between the vocabulary and the label "
+    "domain: epsilon 0.05 each) no vocabulary can be released; the refusal is clean (only a noisy count) and "
+    "names the settings that would work for the learners counted (mechanism='gaussian', with or without the "
+    "outcome categories as schema=; a larger domain_share; vocabulary=). With mechanism='gaussian' the "
+    "vocabulary and the label domain compose in zCDP with the model (the sequence base passes the model's "
+    "planned records as `later=`). 'threshold' is the noisy count of learners a state needs; 'transition_tv' the "
+    "mean TV distance between the real and synthetic next-event distributions (first 300 events, rows weighted "
+    "by real frequency; utility only). The reference rows give the public vocabulary and label categories: what "
+    "the model costs under each mechanism when nothing is discovered.",
+    "* OULAD before the sequence base passed the model's records as `later=` (commit 003ff34, seeds 0-2): the "
+    "defaults and mechanism='gaussian' both refused 3/3 (a state needed about 1,649 and 1,979 learners), "
+    "domain_share=0.3 found 5.3 of 7, and `discover_vocabulary(..., later=...)` called directly found 6.0 of 7: "
+    "it counted only each learner's first 300 events, within which dataplus (visited by 384 learners) has 249. "
+    "The vocabulary now counts every event (the contribution bound is on distinct states per learner, not on "
+    "events).",
 ]
 
 
@@ -362,10 +388,28 @@ def summarise(rows: list[dict]) -> list[dict]:
     oulad = [r for r in rows if r["scenario"] == "oulad AAA vocabulary"]
     for setting in dict.fromkeys(r["setting"] for r in oulad):
         sel = [r for r in oulad if r["setting"] == setting]
+        thr = _mean(sel, "threshold")
         out.append({"target": f"OULAD AAA vocabulary eps 1, {setting}", "fits": _fits(sel),
                     "measured": f"found {_mean(sel, 'found'):.1f} of {sel[0]['types_most_learners_visit']} types "
-                                "visited by >= 50% of learners"})
+                                "visited by >= 50% of learners" + (f"; threshold {thr:.0f} learners" if thr == thr
+                                                                   else "")
+                                + (f"; transition TV {_mean(sel, 'transition_tv'):.3f}"
+                                   if any(r.get("transition_tv") is not None for r in sel) else "")})
     return out
+
+
+#: where the committed rows came from before the results recorded their provenance
+FIRST_RUN = "After: commit bfef005 with the domain estimate of 5885d8f; before: commit 1bb7dae."
+#: the scenarios of each runner (for --only)
+RUNNERS = {"small": ("small 500x3",), "uci_dropout": ("uci_dropout",), "adult": ("adult",),
+           "wide": ("student 649x30 (simulated)", "UCI HESP 145x31"), "oulad": ("oulad AAA vocabulary",)}
+
+
+def _runs(seeds: list[int], quick: bool) -> dict:
+    return {"small": lambda: bench_small(seeds + ([3, 4] if not quick else [])),
+            "uci_dropout": lambda: bench_dropout(seeds),
+            "adult": lambda: bench_adult(seeds[:2], 10000 if quick else None),
+            "wide": lambda: bench_wide(seeds), "oulad": lambda: bench_oulad(seeds if quick else seeds + [3, 4])}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -373,34 +417,58 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None, help="write the raw rows here (no results/ files)")
     parser.add_argument("--before", default=None, help="raw rows of a run on the code before the change")
+    parser.add_argument("--only", default=None, help=f"comma-separated runners ({', '.join(RUNNERS)}): rerun these "
+                        "and keep the other rows of the committed results")
     args = parser.parse_args(argv)
     seeds = [0] if args.quick else [0, 1, 2]
+    name = "domain_estimate" + ("_quick" if args.quick else "")
+    only = [r.strip() for r in args.only.split(",")] if args.only else list(RUNNERS)
+    unknown = sorted(set(only) - set(RUNNERS))
+    if unknown:
+        parser.error(f"unknown runner(s) {unknown}; choose from {list(RUNNERS)}")
+    old = json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text()) if args.only else {}
     start = time.perf_counter()
-    rows = []
-    for name, run in (("small", lambda: bench_small(seeds + ([3, 4] if not args.quick else []))),
-                      ("uci_dropout", lambda: bench_dropout(seeds)),
-                      ("adult", lambda: bench_adult(seeds[:2], 10000 if args.quick else None)),
-                      ("wide", lambda: bench_wide(seeds)), ("oulad", lambda: bench_oulad(seeds))):
+    rows, runners = [], _runs(seeds, args.quick)
+    for runner in only:
         t = time.perf_counter()
-        rows += run()
-        print(f"{name}: {time.perf_counter() - t:.0f}s", flush=True)
+        rows += runners[runner]()
+        print(f"{runner}: {time.perf_counter() - t:.0f}s", flush=True)
     total = time.perf_counter() - start
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1, default=str))
         return
+    runs = dict(old.get("runs", {"all": old.get("total_s", 0.0)})) if old else {}
+    if args.only:
+        rerun = {sc for r in only for sc in RUNNERS[r]}
+        rows = [r for r in old.get("rows", []) if r["scenario"] not in rerun] + rows
+        runs[f"--only {','.join(only)}"] = total
+    else:
+        runs = {"all": total}
+    provenance = [old.get("provenance", [FIRST_RUN])[0]] if args.only else []
+    provenance += [f"Rerun with {k} ({v:.0f} s): the other rows are the previous run's." for k, v in runs.items()
+                   if k != "all"]
+    total = sum(runs.values())
+    before = json.loads(Path(args.before).read_text()) if args.before else old.get("before_rows", [])
+    write_report(name, rows, before, total, seeds, provenance, runs)
+
+
+def write_report(name: str, rows: list[dict], before: list[dict], total: float, seeds: list[int],
+                 provenance: list[str], runs: dict[str, float]) -> None:
+    """The summary table, the notes and every row, as results/NAME.{json,md}."""
     summary = summarise(rows)
-    before = json.loads(Path(args.before).read_text()) if args.before else []
     if before:
         old = {r["target"]: r for r in summarise(before)}
         for s in summary:
             b = old.get(s["target"], {})
             s["before: fits"], s["before: measured"] = b.get("fits", ""), b.get("measured", "")
     cols = ["target", "before: fits", "before: measured", "fits", "measured"] if before else None
+    oulad_seeds = sorted({r["seed"] for r in rows if r["scenario"].startswith("oulad")})
     md = ["# DP domain estimate without a schema (issue 11 targets)", "",
-          f"Total {total:.0f} s on this machine; seeds {seeds}; delta {DELTA:g}; NPGC unless stated. "
+          f"Total {total:.0f} s on this machine; seeds {seeds} (OULAD: {oulad_seeds}); delta {DELTA:g}; NPGC unless "
+          "stated. "
           "'fits' counts the runs that fit; a refusal is clean when only the noisy count of people was spent. "
           "'before' is the same script on the code before the change (per-column pure-DP quantiles and "
-          "per-column Laplace stability histograms, every column nullable).", "",
+          "per-column Laplace stability histograms, every column nullable). " + " ".join(provenance), "",
           markdown_table(summary, cols), "", *NOTES, "", "## Rows", ""]
     skip = ("error", "released", "coverage", "warnings", "scenario")
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
@@ -408,10 +476,18 @@ def main(argv: list[str] | None = None) -> None:
         keys = list(dict.fromkeys(k for r in sel for k in r if k not in skip))
         md += [f"### {scenario}", "", markdown_table([{k: r.get(k, "") for k in keys} for r in sel]), ""]
     md += ["Errors of refused runs (first 400 characters):", ""]
-    md += [f"* {r['scenario']} {r.get('method', r.get('setting', ''))} eps {r['epsilon']:g} seed {r['seed']}: "
-           f"{r['error']}" for r in rows if r.get("error")][:24]
-    payload = {"total_s": total, "seeds": seeds, "summary": summary, "rows": rows, "before_rows": before}
-    write_results("domain_estimate" + ("_quick" if args.quick else ""), payload, "\n".join(md))
+    errors = [r for r in rows if r.get("error")]
+    # one line per distinct (scenario, setting) is enough; the rows above have each run's status
+    seen, lines = set(), []
+    for r in errors:
+        key = (r["scenario"], r.get("method", r.get("setting", "")), r["epsilon"])
+        if key not in seen:
+            seen.add(key)
+            lines.append(f"* {r['scenario']} {key[1]} eps {r['epsilon']:g} seed {r['seed']}: {r['error']}")
+    md += lines
+    payload = {"total_s": total, "runs": runs, "seeds": seeds, "provenance": provenance, "summary": summary,
+               "rows": rows, "before_rows": before}
+    write_results(name, payload, "\n".join(md))
 
 
 if __name__ == "__main__":

@@ -45,15 +45,18 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
     static values. Neighbouring relation: add or remove one learner (all
     their rows). Per cohort, in order:
 
-    1. (first cohort, only when not given) the vocabulary, by
-       :func:`~skdpsynth.privacy.stability_histogram` over learners per state:
-       each learner counts towards at most the first
-       ``max_states_per_learner`` distinct states they visit (L1 sensitivity
-       ``max_states_per_learner``), and only states so counted are candidates,
-       so a state seen only beyond a learner's bound is never released
-       ((eps, delta)-DP); and the label/static domain by
-       :func:`~skdpsynth.privacy.estimate_schema`. Both share
-       ``domain_share * epsilon`` (and delta);
+    1. (first cohort, only when not given) the vocabulary, by a stability
+       histogram over learners per state (Gaussian or Laplace, whichever has
+       the lower threshold): each learner counts towards at most the first
+       ``max_states_per_learner`` distinct states they visit, over all their
+       events (L1 sensitivity ``max_states_per_learner``, L2 its square root),
+       and only states so counted are candidates, so a state seen only beyond
+       a learner's bound is never released; and the label/static domain by
+       :func:`~skdpsynth.privacy.estimate_schema`. Both share the
+       ``domain_share`` slice of epsilon (and delta), half each. The model's
+       records are planned first and passed to both: under
+       ``mechanism="gaussian"`` they are charged in zCDP and compose with the
+       model (the model keeps what it would have after the slice);
     2. the joint histogram of label and static cells (each learner in one
        cell: L1 = L2 sensitivity 1), ``label_share`` of the rest;
     3. the per-label length histograms (one cell per learner: sensitivity 1),

@@ -3,9 +3,11 @@
 :class:`BaseSequenceSynthesizer` validates a long table
 (:mod:`~skdpsynth.synthesizers._sequence_data`), resolves the public event
 vocabulary and the per-learner domain
-(:mod:`~skdpsynth.synthesizers._sequence_domain`), plans the budget, measures
-the per-learner group histogram and the per-group length histogram, and leaves
-the event model to subclasses (DP-Markov, DP-HistSeq).
+(:mod:`~skdpsynth.synthesizers._sequence_domain`: the model's budget is planned
+first and passed to the domain releases, so that under ``mechanism="gaussian"``
+they compose in zCDP with it), measures the per-learner group histogram and the
+per-group length histogram, and leaves the event model to subclasses
+(DP-Markov, DP-HistSeq).
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ from skdpsynth._release import restore_dtypes
 from skdpsynth.base import BaseSynthesizer, BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.privacy import normalise_counts
-from skdpsynth.privacy._accounting import BudgetRecord
-from skdpsynth.privacy._domain import drop_unreleased_categories, plan_schema_cost
+from skdpsynth.privacy._domain import drop_unreleased_categories
 from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism
 from skdpsynth.schema import TableSchema, resolve_schema
 from skdpsynth.synthesizers._sequence_data import (
@@ -43,7 +44,15 @@ from skdpsynth.synthesizers._sequence_data import (
     resolve_vocabulary,
     sample_lengths,
 )
-from skdpsynth.synthesizers._sequence_domain import discover_vocabulary, learner_domain, record_schema_privacy
+from skdpsynth.synthesizers._sequence_domain import (
+    DomainBudget,
+    cohort_budget,
+    discover_vocabulary,
+    domain_slice,
+    learner_domain,
+    record_schema_privacy,
+    vocabulary_advice,
+)
 
 __all__ = ["BaseSequenceSynthesizer"]
 
@@ -53,10 +62,9 @@ _POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
 
 @dataclass(frozen=True)
 class _Plan:
-    """One cohort's budget: (epsilon, delta) of each domain release, and each measurement's epsilon or rho."""
+    """One cohort's budget: the domain releases (and what is charged after each), each measurement's epsilon or rho."""
 
-    vocabulary: tuple[float, float] | None
-    learner_domain: tuple[float, float] | None
+    domain: DomainBudget
     measurements: dict[str, float]
 
 
@@ -169,8 +177,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
     def _domain_budget(self, first: bool) -> tuple[float, float]:
         if not any(self._domain_parts(first)):
             return 0.0, 0.0
-        delta_share = self.delta if self.mechanism == "geometric" else self.delta * self.domain_share
-        return self.epsilon * self.domain_share, delta_share
+        return domain_slice(self.epsilon, self.delta, self.mechanism, self.domain_share)
 
     def _delta_for_zcdp(self, data: Any) -> float:
         if self.mechanism != "gaussian" or self.epsilon is None:
@@ -187,27 +194,11 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         """The cohort's budget, checked whole against the request before anything is spent (None: non-private)."""
         if not ctx.accountant.private:
             return None
-        eps_dom, delta_dom = self._domain_budget(ctx.first)
-        parts = self._domain_parts(ctx.first)
-        split = (eps_dom / sum(parts), delta_dom / sum(parts)) if any(parts) else None
-        vocabulary, learners = (split if parts[0] else None), (split if parts[1] else None)
-        records: list[BudgetRecord] = []
-        if vocabulary is not None:
-            records.append(BudgetRecord("stability histogram", "event vocabulary", "approx",
-                                        epsilon=vocabulary[0], delta=vocabulary[1]))
-        if learners is not None:
-            records += plan_schema_cost(data.learners, *learners)
-        shares = self._measurement_shares()
-        if self.mechanism == "geometric":
-            rest = ctx.accountant.remaining_epsilon() - eps_dom
-            budget = {k: v * rest for k, v in shares.items()}
-            records += [BudgetRecord("geometric", k, "pure", epsilon=e) for k, e in budget.items()]
-        else:
-            rho = ctx.accountant.remaining_rho(reserve_epsilon=eps_dom)
-            budget = {k: v * rho for k, v in shares.items()}
-            records += [BudgetRecord("discrete gaussian", k, "zcdp", rho=r) for k, r in budget.items()]
-        ctx.accountant.require(records, what=f"{type(self).__name__}.{'fit' if ctx.first else 'partial_fit'}")
-        return _Plan(vocabulary, learners, budget)
+        domain, budget, model = cohort_budget(self, ctx.accountant, data.learners, self._domain_parts(ctx.first),
+                                              self.mechanism, self.domain_share)
+        ctx.accountant.require([*domain.records, *model],
+                               what=f"{type(self).__name__}.{'fit' if ctx.first else 'partial_fit'}")
+        return _Plan(domain, budget)
 
     def _measure(self, exact: np.ndarray, *, part: str, what: str, sensitivity: float, plan: _Plan | None,
                  ctx: FitContext) -> np.ndarray:
@@ -265,12 +256,16 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         self.length_edges_ = length_bin_edges(int(self.max_length), int(self.length_bins))
         public = resolve_vocabulary(self.vocabulary, self.event_columns_)
         self.vocabulary_private_ = public is None
+        estimated = self._domain_parts(True)[1] and plan is not None
         if public is None:
-            rows, lengths = data.truncated(int(self.max_length))
+            # every event counts (the bound is on distinct states per learner, not on events): no truncation
+            rows, lengths = data.truncated(int(data.lengths.max(initial=1)))
             learner = np.repeat(np.arange(data.n_learners), lengths)
-            eps_v, delta_v = plan.vocabulary if plan is not None else (None, 0.0)
-            public = discover_vocabulary(data.events.iloc[rows], learner, max_contrib=int(self.max_states_per_learner),
-                                         epsilon=eps_v, delta=delta_v, ctx=ctx)
+            eps_v, delta_v = plan.domain.vocabulary if plan is not None else (None, 0.0)
+            public = discover_vocabulary(
+                data.events.iloc[rows], learner, max_contrib=int(self.max_states_per_learner), epsilon=eps_v,
+                delta=delta_v, ctx=ctx, later=plan.domain.vocabulary_later if plan is not None else (),
+                advice=lambda n_hat: vocabulary_advice(self, data.learners if estimated else None, n_hat))
         self.states_ = public
         # an extra state for events whose value was not released (written as missing on sample)
         self.n_states_ = len(public) + int(self.vocabulary_private_ and plan is not None)
@@ -278,7 +273,8 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         if roles.learner_columns:
             self.learner_schema_ = learner_domain(data.learners, resolve_schema(self.schema), ctx=ctx,
                                                   label_column=self.label_column,
-                                                  budget=plan.learner_domain if plan is not None else None)
+                                                  budget=plan.domain.learners if plan is not None else None,
+                                                  later=plan.domain.learners_later if plan is not None else ())
             self.learner_grid_ = PublicGrid(self.learner_schema_, n_bins=int(self.static_bins))
         self.n_groups_ = int(self.learner_grid_.n_cells[0]) if self.label_column is not None else 1
         self._check_size(self.n_groups_, self.n_states_)

@@ -8,21 +8,220 @@ All privacy noise comes from :mod:`skdpsynth.privacy`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from skdpsynth.base import FitContext
 from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
-from skdpsynth.privacy._accounting import BudgetRecord
-from skdpsynth.privacy._domain import DomainEstimateError, estimate_schema
-from skdpsynth.privacy._domain_plan import DomainRun, plan_domain
+from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+from skdpsynth.privacy._domain import DomainEstimateError, estimate_schema, plan_schema_cost
+from skdpsynth.privacy._domain_plan import DomainPlan, DomainRun, Part, plan_domain
 from skdpsynth.schema import TableSchema, infer_schema
 from skdpsynth.synthesizers._sequence_data import encode_states, state_sort_key
 
-__all__ = ["bounded_state_counts", "discover_vocabulary", "learner_domain", "record_schema_privacy"]
+__all__ = ["DomainBudget", "bounded_state_counts", "cohort_budget", "discover_vocabulary", "domain_slice",
+           "learner_domain", "model_budget", "plan_domain_budget", "record_schema_privacy", "vocabulary_advice",
+           "vocabulary_part", "vocabulary_threshold"]
+
+#: larger domain shares a refusal of the vocabulary considers, smallest first
+ADVICE_SHARES = (0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+
+
+@dataclass(frozen=True)
+class DomainBudget:
+    """The first cohort's domain releases: the (epsilon, delta) slice of each and what is charged after it.
+
+    ``records`` is what the two releases will charge, for the up-front check
+    with the model's records (``accountant.require``).
+    """
+
+    vocabulary: tuple[float, float] | None = None
+    learners: tuple[float, float] | None = None
+    vocabulary_later: tuple[BudgetRecord, ...] = ()
+    learners_later: tuple[BudgetRecord, ...] = ()
+    records: tuple[BudgetRecord, ...] = ()
+    mode: str = "none"
+
+
+def domain_slice(epsilon: float, delta: float, mechanism: str, share: float) -> tuple[float, float]:
+    """(epsilon, delta) of the domain: ``share`` of epsilon; all of delta under a pure model, else ``share`` of it."""
+    return epsilon * share, delta if mechanism == "geometric" else delta * share
+
+
+def model_budget(shares: dict[str, float], accountant: BudgetAccountant, eps_dom: float,
+                 mechanism: str) -> tuple[dict[str, float], list[BudgetRecord]]:
+    """Each measurement's epsilon (geometric) or rho (gaussian) after the domain slice, and its planned record."""
+    if mechanism == "geometric":
+        rest = accountant.remaining_epsilon() - eps_dom
+        budget = {k: v * rest for k, v in shares.items()}
+        return budget, [BudgetRecord("geometric", k, "pure", epsilon=e) for k, e in budget.items()]
+    rho = accountant.remaining_rho(reserve_epsilon=eps_dom)
+    budget = {k: v * rho for k, v in shares.items()}
+    return budget, [BudgetRecord("discrete gaussian", k, "zcdp", rho=r) for k, r in budget.items()]
+
+
+def cohort_budget(
+    est, accountant: BudgetAccountant, learners: pd.DataFrame | None, parts: tuple[bool, bool], mechanism: str,
+    share: float,
+) -> tuple[DomainBudget, dict[str, float], list[BudgetRecord]]:
+    """A cohort's plan for sequence synthesizer ``est``: the model's budget first, then the domain's, told about it.
+
+    Public quantities only (``est``'s parameters, the accountant, the
+    label/static columns' names and dtypes). ``parts`` says what is estimated
+    (vocabulary, label/static domain). Returns the domain plan, each
+    measurement's epsilon or rho, and the model's planned records.
+    """
+    eps_dom, delta_dom = domain_slice(est.epsilon, est.delta, mechanism, share) if any(parts) else (0.0, 0.0)
+    measurements, model = model_budget(est._measurement_shares(), accountant, eps_dom, mechanism)
+    domain = plan_domain_budget(eps_dom, delta_dom, vocabulary=parts[0], learners=learners if parts[1] else None,
+                                model=model, accountant=accountant, max_contrib=int(est.max_states_per_learner))
+    return domain, measurements, model
+
+
+def plan_domain_budget(
+    epsilon: float, delta: float, *, vocabulary: bool, learners: pd.DataFrame | None, model: Sequence[BudgetRecord],
+    accountant: BudgetAccountant, max_contrib: int,
+) -> DomainBudget:
+    """Split the domain slice (epsilon, delta) between the vocabulary and the label/static domain.
+
+    Each release gets half of the slice when both are estimated, all of it
+    otherwise. When the model is charged in zCDP (``model`` holds zCDP records
+    and the accountant converts zCDP at a positive delta), the domain is
+    charged in zCDP too and composes with the model: together the two releases
+    get the rho the accountant has left beyond the model's planned rho
+    (``accountant.remaining_rho()``), half each -- several times what the slice
+    buys on its own, while the model keeps what it would have after the slice.
+    Otherwise each is an (epsilon, delta) release within its half. Each
+    release is told what is charged after it (``*_later``), so that its own
+    plan (:func:`~skdpsynth.privacy._domain_plan.plan_domain`) sizes the same
+    rho.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The domain's slice of the first cohort's budget.
+    vocabulary : bool
+        Whether the vocabulary is discovered.
+    learners : pandas.DataFrame or None
+        The label and static columns when their domain is estimated (only
+        column names and dtypes are read: public).
+    model : sequence of BudgetRecord
+        The model's planned records.
+    accountant : BudgetAccountant
+        The cohort's accountant (nothing spent yet).
+    max_contrib : int
+        Distinct states each learner counts towards in the vocabulary.
+
+    Returns
+    -------
+    DomainBudget
+    """
+    n = int(vocabulary) + int(learners is not None)
+    if not n:
+        return DomainBudget()
+    model = tuple(model)
+    share = (epsilon / n, delta / n)
+    zcdp = delta > 0 and accountant.delta_zcdp > 0 and any(r.kind == "zcdp" for r in model)
+    if zcdp:
+        rho_domain = accountant.remaining_rho() - sum(r.rho for r in model if r.kind == "zcdp")
+        placeholder = ((BudgetRecord("planned", "label/static domain estimate", "zcdp", rho=rho_domain / n),
+                        BudgetRecord("planned", "label/static domain estimate (thresholds)", "approx",
+                                     delta=share[1]))
+                       if learners is not None and vocabulary else ())
+        learner_records = placeholder
+    else:
+        placeholder = ()
+        learner_records = tuple(plan_schema_cost(learners, *share)) if learners is not None else ()
+    v_later = (placeholder or learner_records) + model
+    records: list[BudgetRecord] = []
+    if vocabulary:
+        records += vocabulary_part(share, v_later, accountant, max_contrib)[1].records
+        records += learner_records
+    elif learners is not None:
+        records += plan_schema_cost(learners, *share, accountant=accountant, later=model)
+    return DomainBudget(share if vocabulary else None, share if learners is not None else None, v_later, model,
+                        tuple(records), "zcdp" if zcdp else "approx")
+
+
+def vocabulary_part(budget: tuple[float, float], later: Sequence[BudgetRecord], accountant: BudgetAccountant | None,
+                    max_contrib: int) -> tuple[Part, DomainPlan]:
+    """(part, plan) of the vocabulary release: its release threshold and noise, from public quantities only."""
+    plan = plan_domain({"categories": int(max_contrib)}, budget[0], budget[1], accountant=accountant, later=later,
+                       label="event vocabulary")
+    return plan.parts["categories"], plan
+
+
+def vocabulary_threshold(est, learners: pd.DataFrame | None, mechanism: str, share: float) -> tuple[int, float]:
+    """(release threshold, noise sd) of the vocabulary of sequence synthesizer ``est`` under these settings.
+
+    Public quantities only (the parameters, the label/static columns' names
+    and dtypes): what a first cohort's vocabulary release would need with
+    ``mechanism`` and ``domain_share=share``, the label/static domain
+    estimated too when ``learners`` is given.
+    """
+    _, delta_dom = domain_slice(est.epsilon, est.delta, mechanism, share)
+    dz = est.delta - delta_dom if mechanism == "gaussian" else 0.0
+    acc = BudgetAccountant(est.epsilon, est.delta, delta_zcdp=dz)
+    domain, _, _ = cohort_budget(est, acc, learners, (True, learners is not None), mechanism, share)
+    part, _ = vocabulary_part(domain.vocabulary, domain.vocabulary_later, acc, int(est.max_states_per_learner))
+    return part.release_threshold, part.sd
+
+
+def vocabulary_advice(est, learners: pd.DataFrame | None, n_hat: int) -> str:
+    """What would release the vocabulary of about ``n_hat`` learners: text for a refusal, from public quantities.
+
+    ``n_hat`` is a DP figure (a low estimate from the noisy count of learners).
+
+    A setting "works" when a state visited by half of the learners reaches
+    the release threshold with probability about 84% or more (threshold plus
+    one noise sd at most ``n_hat / 2``). For each mechanism (the current one,
+    ``"gaussian"``: the vocabulary then composes in zCDP with the model) and
+    each label/static domain (estimated, or a public schema: the vocabulary
+    then gets the whole domain share), the smallest working ``domain_share``
+    among the current one and :data:`ADVICE_SHARES` is named; and always
+    ``vocabulary=``.
+    """
+    half = n_hat / 2
+    estimated = learners is not None
+    fixes = []
+    for mechanism in dict.fromkeys((est.mechanism, "gaussian")):
+        for with_learners in dict.fromkeys((estimated, False)):
+            for share in (s for s in (est.domain_share, *ADVICE_SHARES) if s >= est.domain_share):
+                if (mechanism, with_learners, share) == (est.mechanism, estimated, est.domain_share):
+                    continue  # the setting that was refused
+                threshold, sd = vocabulary_threshold(est, learners if with_learners else None, mechanism, share)
+                if threshold + sd <= half:
+                    fixes.append(_setting(est, mechanism, share, estimated and not with_learners, learners, threshold))
+                    break
+    lead = (f"For {max(n_hat, 0):,} learners (a low estimate from that count), a state visited by half of them "
+            "would be released with: "
+            + "; ".join(fixes) + ". Or" if fixes else
+            f"No mechanism, domain_share up to {ADVICE_SHARES[-1]:g} or public label schema releases a state visited "
+            f"by half of {max(n_hat, 0):,} learners (a low estimate from that count) at this epsilon: raise epsilon, "
+            "or")
+    return (f"{lead} give the public event vocabulary with `vocabulary=` (e.g. the activity types of the platform's "
+            "documentation), which costs no budget.")
+
+
+def _setting(est, mechanism: str, share: float, schema: bool, learners: pd.DataFrame | None, threshold: int) -> str:
+    """One working setting, as the user would write it, with what it costs."""
+    parts = []
+    if mechanism != est.mechanism:
+        parts.append(f"mechanism={mechanism!r}")
+    if share != est.domain_share:
+        parts.append(f"domain_share={share:g}")
+    if schema:
+        parts.append(f"schema= with the public categories of {list(learners.columns)}")
+    notes = [f"a state needs about {threshold:,} learners"]
+    if mechanism == "gaussian" and est.mechanism != "gaussian":
+        notes.append("the vocabulary composes in zCDP with the model, whose counts get Gaussian noise of L2 "
+                     "sensitivity max_length")
+    if share != est.domain_share:
+        notes.append(f"the model keeps {1 - share:.0%} of epsilon")
+    return " and ".join(parts) + f" ({'; '.join(notes)})"
 
 
 def bounded_state_counts(codes: np.ndarray, learner: np.ndarray, bound: int, n_codes: int) -> np.ndarray:
@@ -55,7 +254,7 @@ def bounded_state_counts(codes: np.ndarray, learner: np.ndarray, bound: int, n_c
 
 def discover_vocabulary(
     events: pd.DataFrame, learner: np.ndarray, *, max_contrib: int, epsilon: float | None, delta: float,
-    ctx: FitContext, later: Sequence[BudgetRecord] = (),
+    ctx: FitContext, later: Sequence[BudgetRecord] = (), advice: Callable[[int], str] | None = None,
 ) -> list[tuple]:
     """Release the event vocabulary (joint states) under (epsilon, delta)-DP.
 
@@ -66,17 +265,22 @@ def discover_vocabulary(
     candidate, so it cannot be released. The budget is planned from public
     quantities by :func:`skdpsynth.privacy._domain_plan.plan_domain`:
 
-    1. a noisy count of learners (a small pure share); when even a state every
-       learner visits could not reach the release threshold, ONE error says so
-       before anything else is measured;
+    1. a noisy count of learners (a small share); when even a state every
+       learner visits could not reach the release threshold (the count less
+       one noise sd is below it), ONE error says so before anything else is
+       measured, naming the settings that would work for that many learners
+       (``advice``);
     2. the stability histogram: Gaussian (L2 sensitivity ``sqrt(k)``,
        :func:`~skdpsynth.privacy._domain_plan.gaussian_stability_histogram`)
        or Laplace (L1 ``k``, :func:`skdpsynth.privacy.stability_histogram`),
        whichever has the lower threshold at this budget. The Gaussian one grows
        with ``sqrt(k)`` rather than ``k``: it is what lets learners count
-       several states. With ``later`` (the model's planned records) holding zCDP
-       records it is charged in zCDP and composes with the model; otherwise it
-       is one (epsilon, delta) record.
+       several states. With ``later`` (what is charged afterwards: the model's
+       planned records) holding zCDP records it is charged in zCDP and
+       composes with the model; otherwise it is one (epsilon, delta) record.
+
+    The bound is on distinct states, not on events: the caller passes every
+    event of each learner (no ``max_length`` truncation needed).
 
     (epsilon, delta)-DP under add/remove-one-learner. With ``epsilon=None`` every
     observed state is kept and the read is recorded as non-private.
@@ -96,7 +300,12 @@ def discover_vocabulary(
     ctx : FitContext
         Accountant and noise source of the cohort.
     later : sequence of BudgetRecord
-        What the model will charge afterwards (enables the zCDP mode).
+        What will be charged afterwards (the label/static domain, the model);
+        zCDP records enable the zCDP mode.
+    advice : callable, optional
+        Given a low estimate of the number of learners (the noisy count less
+        one noise sd), the settings that would work (text for the refusal;
+        computed from public quantities and that count only).
 
     Returns
     -------
@@ -108,17 +317,20 @@ def discover_vocabulary(
         ctx.accountant.declare_nonprivate("event vocabulary read from the data (epsilon=None)")
         return sorted(uniques, key=state_sort_key)
     k = int(max_contrib)
-    plan = plan_domain({"categories": k}, epsilon, delta, accountant=ctx.accountant, later=later,
-                       label="event vocabulary")
-    part = plan.parts["categories"]
+    part, plan = vocabulary_part((epsilon, delta), later, ctx.accountant, k)
     run = DomainRun(plan, ctx.accountant, ctx.noise)
     n_hat = run.count(len(np.unique(learner)))
-    if n_hat < part.release_threshold:
+    need = part.release_threshold
+    # a lower confidence bound (one noise sd): a lucky count must not let a doomed release spend
+    low = n_hat - min(plan.count.sd, 0.25 * need)
+    if low < need:
+        fix = advice(max(int(low), 0)) if advice is not None else (
+            "Give the public event vocabulary with `vocabulary=` (e.g. the activity types of the platform's "
+            "documentation), or raise epsilon or domain_share.")
         raise DomainEstimateError(
             f"the event vocabulary cannot be discovered at this budget: a state must be visited by about "
             f"{part.release_threshold:,} learners to be released, and there are about {max(n_hat, 0):,} (a noisy "
-            "count, the only thing measured). Give the public event vocabulary with `vocabulary=` (e.g. the "
-            "activity types of the platform's documentation), or raise epsilon or domain_share.")
+            f"count, the only thing measured). {fix}")
     counts = bounded_state_counts(encode_states(events, uniques), learner, k, len(uniques))
     candidates = np.flatnonzero(counts > 0)
     run.open()

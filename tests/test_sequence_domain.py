@@ -1,0 +1,147 @@
+"""The sequence synthesizers' DP domain: the vocabulary and label domain compose with the model (issue 11).
+
+Without ``vocabulary=``, DP-Markov discovers the event vocabulary under DP. With ``mechanism="gaussian"`` the
+vocabulary and the label/static domain are charged in zCDP together with the model (the model's planned records are
+passed as ``later=``); a refusal spends only a noisy count and names the settings that would work.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skdpsynth.datasets import make_clickstream
+from skdpsynth.privacy._domain import DomainEstimateError
+from skdpsynth.synthesizers import DPHistSeqSynthesizer, DPMarkovSynthesizer
+from skdpsynth.synthesizers._sequence_domain import vocabulary_threshold
+
+COLS = {"id_column": "learner_id", "order_column": "position", "event_columns": "activity"}
+OULAD = dict(id_column="learner", order_column="date", event_columns="activity_type", label_column="final_result",
+             max_length=300, duplicate_order="stable")
+
+
+@pytest.fixture(scope="module")
+def oulad_aaa():
+    """OULAD module AAA as a long table (735 learners), and the activity types most of them visit."""
+    from conftest import real_data_path
+
+    from skdpsynth.datasets import load_oulad
+
+    clicks = load_oulad(path=real_data_path("oulad"), module="AAA", download=False).clickstream
+    table = pd.DataFrame({"learner": clicks["code_presentation"] + "-" + clicks["id_student"].astype(str),
+                          "date": clicks["date"], "activity_type": clicks["activity_type"],
+                          "final_result": clicks["final_result"]})
+    n = table["learner"].nunique()
+    visits = table.drop_duplicates(["learner", "activity_type"])["activity_type"].value_counts()
+    return table, set(visits[visits >= n / 2].index)
+
+
+def _within(spent, epsilon: float, delta: float) -> bool:
+    return spent.is_private and spent.epsilon <= epsilon * (1 + 1e-9) and spent.delta <= delta * (1 + 1e-9)
+
+
+@pytest.mark.realdata
+def test_oulad_vocabulary_discovered_at_epsilon_one_with_gaussian(data_dir, oulad_aaa):
+    table, most = oulad_aaa
+    assert len(most) == 7  # homepage, oucontent, subpage, forumng, resource, url, dataplus
+    est = DPMarkovSynthesizer(epsilon=1.0, delta=1e-6, mechanism="gaussian", **OULAD, random_state=0,
+                              reproducible_noise=True)
+    # public planning: a state needs about 283 learners; dataplus (the rarest of the seven) has 384
+    threshold, sd = vocabulary_threshold(est, table[["final_result"]], "gaussian", 0.1)
+    assert threshold + 2 * sd < 384
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # learners whose label was not released are left out
+        est.fit(table)
+    assert most <= {s[0] for s in est.states_}
+    assert _within(est.privacy_spent_, 1.0, 1e-6) and est.privacy_spent_.epsilon > 0.99
+    # everything composes in zCDP (approx: the stability thresholds' delta only)
+    assert {r.kind for r in est.budget_log_} == {"zcdp", "approx"}
+    assert all(r.epsilon == 0 for r in est.budget_log_ if r.kind == "approx")
+    assert est.sample(200, random_state=0)["learner"].nunique() == 200
+
+
+@pytest.mark.realdata
+def test_oulad_defaults_refuse_cleanly_and_name_what_works(data_dir, oulad_aaa):
+    table, _ = oulad_aaa
+    # reproducible noise: the advice depends on the noisy count (a low count may leave only larger shares)
+    est = DPMarkovSynthesizer(epsilon=1.0, delta=1e-6, **OULAD, random_state=0, reproducible_noise=True)
+    with pytest.raises(DomainEstimateError, match="mechanism='gaussian'") as err:
+        est.fit(table)
+    assert "vocabulary=" in str(err.value) and "735" not in str(err.value)
+    spent = [r for r in est.budget_log_ if r.kind != "none"]
+    assert len(spent) == 1 and "number of people" in spent[0].target  # only the noisy count
+
+
+def test_simulated_vocabulary_composes_with_the_model_and_stays_within_budget():
+    clicks = make_clickstream(600, min_length=5, max_length=30, random_state=0)
+    vocab = set(clicks.schema["vocabulary"])
+    labels = {"outcome": {"kind": "categorical", "categories": ["pass", "fail"], "nullable": False}}
+    for cls, kw in ((DPMarkovSynthesizer, {"label_column": "outcome"}), (DPHistSeqSynthesizer, {}),
+                    (DPMarkovSynthesizer, {"label_column": "outcome", "schema": labels}),
+                    (DPHistSeqSynthesizer, {"label_column": "outcome", "vocabulary": sorted(vocab)})):
+        frame = clicks.frame if "label_column" in kw else clicks.frame.drop(columns="outcome")
+        est = cls(epsilon=1.0, delta=1e-6, mechanism="gaussian", **COLS, max_length=30, max_states_per_learner=8,
+                  random_state=0, reproducible_noise=True, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            est.fit(frame)
+        released = {s[0] for s in est.states_}
+        assert released and released <= vocab, (cls, kw)
+        assert _within(est.privacy_spent_, 1.0, 1e-6) and est.privacy_spent_.epsilon > 0.99, (cls, kw)
+        assert {r.kind for r in est.budget_log_} == {"zcdp", "approx"}, (cls, kw)
+        rho = {part: sum(r.rho for r in est.budget_log_ if r.target.startswith(part))
+               for part in ("event vocabulary", "label/static domain")}
+        estimated = [part for part, r in rho.items() if r > 0]
+        if len(estimated) == 2:  # both estimated: half of the domain's rho each
+            assert rho["event vocabulary"] == pytest.approx(rho["label/static domain"], rel=1e-6)
+        else:  # one estimated: all of it, several times what the epsilon slice (0.1) buys on its own
+            from skdpsynth.privacy._accounting import approx_dp_to_zcdp
+
+            assert estimated == (["label/static domain"] if "vocabulary" in kw else ["event vocabulary"])
+            assert rho[estimated[0]] > 3 * approx_dp_to_zcdp(0.1, 1e-7)
+
+
+def test_simulated_refusal_spends_only_a_count_and_names_gaussian():
+    clicks = make_clickstream(500, min_length=5, max_length=30, random_state=1)
+    est = DPMarkovSynthesizer(epsilon=1.0, delta=1e-6, **COLS, max_length=30, random_state=0, reproducible_noise=True)
+    with pytest.raises(DomainEstimateError, match="mechanism='gaussian'"):
+        est.fit(clicks.frame.drop(columns="outcome"))
+    spent = [r for r in est.budget_log_ if r.kind != "none"]
+    assert len(spent) == 1 and spent[0].kind == "pure" and "number of people" in spent[0].target
+    assert not any(str(n) in r.target for r in spent for n in (500,))
+
+
+def _canary_table(n_common: int = 120) -> pd.DataFrame:
+    """Many learners share five common states; one canary learner visits a common state, then a state of its own."""
+    rng = np.random.default_rng(0)
+    rows = [(i, p, e) for i in range(n_common) for p, e in enumerate(rng.choice([f"c{j}" for j in range(5)], size=5))]
+    rows += [(n_common, p, e) for p, e in enumerate(["c0", "canary", "c1"])]
+    return pd.DataFrame(rows, columns=["learner_id", "position", "activity"])
+
+
+def test_canary_state_within_the_bound_is_released_no_more_often_than_delta():
+    """The canary's own state IS a candidate (within its first two distinct states): only the threshold hides it.
+
+    Under the zCDP wiring it must be released with probability at most delta; at a generous budget the common
+    states are released in every fit, so the attack is not vacuous.
+    """
+    from scipy.stats import beta
+
+    table = _canary_table()
+    fits, hits, common, delta = 150, 0, 0, 0.02
+    for _ in range(fits):
+        est = DPMarkovSynthesizer(epsilon=4.0, delta=delta, mechanism="gaussian", **COLS, max_length=5,
+                                  max_states_per_learner=2, domain_share=0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the canary's state becomes the unreleased one
+            est.fit(table)
+        released = {s[0] for s in est.states_}
+        hits += "canary" in released
+        common += released == {f"c{j}" for j in range(5)}
+        assert _within(est.privacy_spent_, 4.0, delta)
+    lower = beta.ppf(0.001, hits, fits - hits + 1) if hits else 0.0  # one-sided 99.9% Clopper-Pearson bound
+    assert lower <= delta and hits / fits <= 0.05, (hits, fits)
+    assert common >= 0.9 * fits  # the release works: the attack could have seen the canary
