@@ -171,6 +171,34 @@ def test_doc_examples_run(doc: Path, tmp_path: Path) -> None:
             "the README lost its `skdpsynth synthesize ... --schema ...` line")
         for words in dict.fromkeys(tuple(c) for c in commands):
             run_cli(list(words), tmp_path)
+        rerun_refuses_to_overwrite(cli_lines(ROOT / "README.md"), tmp_path)
+
+
+def output_of(words: list[str]) -> str:
+    """The ``-o`` / ``--output`` of a command line."""
+    for flag in ("-o", "--output"):
+        if flag in words:
+            return words[words.index(flag) + 1]
+    raise AssertionError(f"`{shlex.join(words)}` names no output")
+
+
+def rerun_refuses_to_overwrite(commands: list[list[str]], cwd: Path) -> None:
+    """A documented ``synthesize`` line run a second time exits 2 and leaves the first release as it was."""
+    words = next(c for c in commands if c[1] == "synthesize")
+    release = cwd / output_of(words)
+    before = release.read_bytes()
+    exe = Path(sys.executable).with_name("skdpsynth")
+    proc = subprocess.run([str(exe) if exe.exists() else "skdpsynth", *words[1:]], cwd=cwd, env=doc_env(),
+                          capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S)
+    assert proc.returncode == 2 and "already exists" in proc.stderr and "--force" in proc.stderr, proc.stderr
+    assert release.read_bytes() == before
+
+
+def test_documented_releases_do_not_collide() -> None:
+    """Following the README and the quick start in one folder never meets its own earlier output."""
+    outputs = [output_of(c) for doc in (ROOT / "README.md", QUICKSTART) for c in cli_lines(doc)
+               if c[1] == "synthesize"]
+    assert outputs and len(outputs) == len(set(outputs)), outputs
 
 
 @pytest.mark.parametrize("doc", [pytest.param(d, id=str(d.relative_to(ROOT))) for d in DOC_FILES])
