@@ -338,7 +338,7 @@ class TableSchema:
         """Check ``X`` against the schema and return a normalised copy.
 
         Numeric and datetime values outside the public bounds are clipped to
-        them (a :class:`UserWarning` says how many per column); clipping is what
+        them (a :class:`UserWarning` names the columns; how many is private); clipping is what
         bounds each person's influence, so it is not an error. Everything else
         that does not fit is an error, all columns listed at once.
 
