@@ -439,6 +439,13 @@ def test_audit_reads_budget_and_refuses_another_release(audit_files, capsys):
 
     if "privacy" in inspect.signature(ReleaseAuditor.audit).parameters:  # the auditor records the stated spend
         assert _strict(out)["privacy"]["epsilon"] == 2.0
+    # an audit of a file names the synthesizer from its budget record (it used to say None)
+    code, _, err = run(capsys, audit_args(audit_files, "--budget", str(audit_files / "release.budget.json"),
+                                          "--report", str(audit_files / "named")))
+    assert code in (0, 1), err
+    synth_line = [ln for ln in (audit_files / "named" / "report.md").read_text().splitlines()
+                  if ln.startswith("- synthesizer:")]
+    assert synth_line and "Synthesizer` (from the budget record)" in synth_line[0]
     make_students(400, 3).to_csv(audit_files / "release.csv", index=False)
     code, _, err = run(capsys, audit_args(audit_files, "--budget", str(audit_files / "release.budget.json")))
     assert code == 2 and "another release" in err

@@ -78,8 +78,12 @@ class AuditReportDisplay:
     def _release_lines(self) -> list[str]:
         rep = self.report
         syn = rep.synthesizer or {}
-        lines = [f"- synthesizer: `{syn.get('class')}`"]
         priv = rep.privacy
+        named = isinstance(priv, dict) and priv.get("synthesizer")
+        if syn.get("class") is None and named:  # an audit of a file: the budget record names its synthesizer
+            lines = [f"- synthesizer: `{named}` (from the budget record)"]
+        else:
+            lines = [f"- synthesizer: `{syn.get('class')}`"]
         if isinstance(priv, dict):
             eps = "none (NOT private)" if priv.get("epsilon") is None else _fmt(priv.get("epsilon"))
             lines.append(f"- privacy guarantee: epsilon = {eps}, delta = {priv.get('delta')}; "

@@ -134,6 +134,7 @@ def _from_budget(privacy: Any) -> dict[str, Any]:
         "publishable": bool(publishable) and private and not reproducible,
         "reproducible_noise": reproducible if reproducible is None else bool(reproducible),
         "method": flat.get("method"),
+        "synthesizer": flat.get("synthesizer"),
         "nonprivate_reasons": reasons,
         "n_estimate": None if n_est is None else int(n_est),
         "source": source,
