@@ -11,8 +11,16 @@ import pytest
 from sklearn.utils.estimator_checks import check_param_validation
 
 from skdpsynth import MSTSynthesizer, PrivacyBudgetError, TableSchema
+from skdpsynth._grid import PublicGrid
 from skdpsynth.synthesizers._aim import AIMSynthesizer
-from skdpsynth.synthesizers._aim_selection import candidates_from_workload, resolve_workload, selection_scores
+from skdpsynth.synthesizers._aim_domain import compress_column, expand_codes
+from skdpsynth.synthesizers._aim_pairs import all_pair_marginals
+from skdpsynth.synthesizers._aim_selection import (
+    candidates_from_workload,
+    resolve_workload,
+    selection_scores,
+    weighted_workload,
+)
 from skdpsynth.synthesizers._graphical_model import MarkovModel, Measurement, combine, estimate
 from skdpsynth.synthesizers._junction_tree import build_junction_tree, grow, grow_cells
 from skdpsynth.utils.estimator_checks import check_synthesizer
@@ -73,7 +81,8 @@ def test_parameter_validation():
 
 def test_refusals_before_any_spend(mixed_frame, mixed_schema):
     for params, error in [({"delta": 0.0}, PrivacyBudgetError), ({"workload": [("score", "nope")]}, ValueError),
-                          ({"rounds": 0}, ValueError), ({"decode_share": 1.0}, ValueError)]:
+                          ({"rounds": 0}, ValueError), ({"decode_share": 1.0}, ValueError),
+                          ({"workload": {("score", "passed"): 0.0}}, ValueError)]:
         est = AIMSynthesizer(schema=mixed_schema, random_state=0, **params)
         with pytest.raises(error):
             est.fit(mixed_frame)
@@ -167,6 +176,45 @@ def test_workload_restricts_the_candidates():
     assert set(est.selected_) <= {("a",), ("b",), ("d",), ("e",), ("a", "b"), ("d", "e")}
 
 
+def test_weighted_workload_weights_the_candidates_and_the_selection():
+    names = list("abcde")
+    weights = weighted_workload({("a", "b"): 3.0, ("b", "c"): 1, ("c", "b"): 2.0}, names)
+    assert weights == {(0, 1): 3.0, (1, 2): 2.0}  # a pair named twice keeps its largest weight
+    cands = candidates_from_workload(list(weights), weights)
+    assert cands[(0,)] == 3.0 and cands[(1,)] == 5.0 and cands[(0, 1)] == 8.0 and cands[(1, 2)] == 7.0
+    assert candidates_from_workload([(0, 1), (1, 2)]) == candidates_from_workload([(0, 1), (1, 2)],
+                                                                                  {(0, 1): 1.0, (1, 2): 1.0})
+    X = _chain(3000, np.random.default_rng(7))
+    workload = {(u, v): (4.0 if "a" in (u, v) else 1.0) for u, v in itertools.combinations("abcde", 2)}
+    est = AIMSynthesizer(epsilon=1.0, schema=CHAIN_SCHEMA, workload=workload, random_state=0).fit(X)
+    selections = [r for r in est.budget_log_ if r.mechanism == "exponential (zCDP)"]
+    # a's four pairs weigh 4 each, the six others 1: the heaviest candidate is a pair with a, 16 + 7 = 23
+    assert {r.sensitivity for r in selections} == {23.0}
+    assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+
+
+def test_ordered_columns_merge_adjacent_cells_and_categories_a_rare_cell():
+    schema = TableSchema.from_dict({"n": {"kind": "integer", "lower": 0, "upper": 9, "nullable": True},
+                                    "c": {"kind": "categorical", "categories": list("pqrst"), "nullable": False}})
+    num, cat = PublicGrid(schema, 32).columns
+    noisy = np.array([50, 3, -2, 4, 30, 1, 1, 2, 9, 40, 7])  # ten values, then the missing cell
+    mapping, groups, probs = compress_column(num, noisy, threshold=10.0)
+    assert [list(g) for g in groups] == [[0], [1, 2, 3, 4], [5, 6, 7, 8], [9], [10]]
+    assert all(np.all(np.diff(g) == 1) for g in groups[:-1])  # runs of adjacent values
+    assert list(mapping) == [0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 4]
+    assert all(math.isclose(p.sum(), 1.0) for p in probs) and probs[1][1] == 0.0  # a negative count gets none
+    mapping, groups, _ = compress_column(cat, np.array([50, 3, 40, 2, 1]), threshold=10.0)
+    assert [list(g) for g in groups] == [[0], [2], [1, 3, 4]] and list(mapping) == [0, 2, 1, 2, 2]
+    assert [list(g) for g in compress_column(cat, np.array([50, 3, 40, 20, 30]), 10.0)[1]] == [[i] for i in range(5)]
+    assert [list(g) for g in compress_column(num, noisy, None)[1]] == [[i] for i in range(11)]
+    codes = expand_codes(np.repeat(np.arange(5), 2000), groups=[np.array([0]), np.array([1, 2, 3, 4]),
+                                                                 np.array([5, 6, 7, 8]), np.array([9]), np.array([10])],
+                         probs=[np.ones(1), np.array([0.5, 0, 0.5, 0]), np.full(4, 0.25), np.ones(1), np.ones(1)],
+                         rng=np.random.default_rng(0))
+    assert set(codes[2000:4000]) == {1, 3} and set(codes[4000:6000]) == {5, 6, 7, 8}
+    assert (codes[:2000] == 0).all() and (codes[-2000:] == 10).all()
+
+
 def test_binned_columns_keep_point_masses_and_integer_values():
     rng = np.random.default_rng(8)
     n = 4000
@@ -239,12 +287,31 @@ def test_estimation_fits_consistent_measurements_and_pairs_are_exact():
     assert math.isclose(joint.sum(), n, rel_tol=1e-6)
     pairs = list(itertools.combinations(range(6), 2))
     exact = model.pair_marginals(pairs)
+    one_pass = all_pair_marginals(model, pairs)
     for a, b in pairs:
         brute = joint.sum(axis=tuple(k for k in range(6) if k not in (a, b)))
         np.testing.assert_allclose(exact[(a, b)], brute, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(one_pass[(a, b)], brute, rtol=1e-6, atol=1e-6)
     draws = model.sample(200000, rng)
     emp = _counts(draws, (0, 3), sizes) * n / len(draws)
     assert np.abs(emp - exact[(0, 3)]).sum() / n < 0.02
+
+
+def test_all_pair_marginals_agree_with_the_per_attribute_traversal_on_random_trees():
+    rng = np.random.default_rng(11)
+    for _ in range(8):
+        d = 9
+        sizes = rng.integers(2, 5, size=d)
+        cliques = [(j,) for j in range(d)] + [tuple(sorted(rng.choice(d, size=int(rng.integers(2, 4)), replace=False)))
+                                              for _ in range(int(rng.integers(2, 9)))]
+        jt = build_junction_tree(sizes, cliques)
+        potentials = {cl: rng.normal(0, 1, [int(sizes[a]) for a in cl]) for cl in cliques}
+        model = MarkovModel(jt, potentials, 1000.0)
+        pairs = [p for p in itertools.combinations(range(d), 2) if rng.random() < 0.7]
+        ref, fast = model.pair_marginals(pairs), all_pair_marginals(model, pairs)
+        assert set(fast) == set(pairs)
+        for p in pairs:
+            np.testing.assert_allclose(fast[p], ref[p], rtol=1e-9, atol=1e-9)
 
 
 def test_noisy_measurements_are_combined_by_inverse_variance():
