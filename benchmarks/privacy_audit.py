@@ -129,7 +129,8 @@ PATEGAN = {"n_teachers": 5, "n_iter": 5, "teacher_steps": 1, "student_steps": 1,
            "hidden_dims": (16,), "noise_dim": 8}
 CAPS = {"target": "course", "expected_cohort_size": 100, "m1_hidden": (8,), "z1_dim": 2, "m2_hidden": (8,),
         "z2_dim": 2, "classifier_hidden": (8,), "pretrain_epochs": 1, "n_surrogate": 200, "epochs": 1,
-        "batch_size": 16, "n_public_samples": 100, "replay_new": 100, "replay_old": 100, "replay_epochs": 1}
+        "batch_size": 16, "n_public_samples": 100, "replay_new": 100, "replay_old": 100, "replay_epochs": 1,
+        "public_steps": 5, "label_replay": 0}  # label_replay acts from cycle 2 only; an audited fit is one cycle
 WB, BB = ("white-box",), ("black-box",)
 SETTINGS: tuple[Setting, ...] = (
     Setting("DP-Marginals", _registered("marginals"), 10_000, 300, WB),
@@ -165,7 +166,7 @@ STATIC_NOTES = (
     "neighbours from a non-private refit; noise law and scale from the budget log).",
     "DP-CTGAN, PATE-GAN and CAPS release no noisy statistics (DP-SGD / PATE): they are audited black-box "
     "(the white-box attack would fall back to the same score), at tiny model sizes. Their fits cost 0.07 s "
-    "(PATE-GAN), 0.2 s (CAPS) and 2-4 s (DP-CTGAN) each, so CAPS gets 500 and DP-CTGAN 50 fits per "
+    "(PATE-GAN), 1 s (CAPS) and 2-4 s (DP-CTGAN) each, so CAPS gets 500 and DP-CTGAN 50 fits per "
     "dataset instead of 1,000 (to fit the 30-minute budget on 2 cores); such bounds can only be small (a "
     "perfect test on m measuring fits shows at most about log(m / 3.7)).",
     "A perfect distinguisher (the stored-seed and unnoised-domain controls) reaches the largest bound the "
