@@ -23,7 +23,7 @@ from skdpsynth.utils.estimator_checks import check_synthesizer  # noqa: E402
 N_WEEKS = 3  # 12 features: small and fast; the benchmark uses the paper's 17 weeks (68 features)
 TINY = dict(target="achievement", m1_hidden=(32,), z1_dim=4, m2_hidden=(16,), z2_dim=2, classifier_hidden=(16,),
             pretrain_epochs=1, n_surrogate=400, epochs=2, batch_size=16, n_public_samples=128, public_batch_size=32,
-            replay_new=200, replay_old=200, replay_epochs=1)
+            public_steps=20, replay_new=200, replay_old=200, replay_epochs=1, label_replay=100)
 EXPECTED = 110  # a public planning size for the cohorts of 105 / 111 / 115 people
 
 
@@ -299,10 +299,10 @@ def test_dp_step_clips_and_public_step_does_not_mix():
     z1 = torch.randn(6, 4, generator=g) * 10  # large per-example gradients: clipping binds
     y = torch.tensor([0, 1, 2, 0, 1, 2])
     noise = torch.randn(6, 2, generator=g)
-    public_step(gsm, pub_opt, torch.randn(7, 4, generator=g), torch.randn(7, 2, generator=g), 1.0)
+    public_step(m2, gsm, pub_opt, torch.randn(7, 4, generator=g), torch.randn(7, 2, generator=g), None, 1.0, 1.0)
     assert all(getattr(p, "grad_sample", None) is None for p in params)
     before = [p.detach().clone() for p in params]
-    dp_step(gsm, dp_opt, z1, y, noise, 1.0, 1.0)
+    dp_step(m2, gsm, dp_opt, z1, y, noise, 1.0, 1.0)
     update = torch.cat([(b - p.detach()).flatten() for b, p in zip(before, params)])
     # independent per-example gradients on an identical copy
     expected = torch.zeros_like(update)
@@ -314,6 +314,40 @@ def test_dp_step_clips_and_public_step_does_not_mix():
     torch.testing.assert_close(update, expected / E, rtol=1e-4, atol=1e-6)
     assert update.norm() <= 6 * C / E + 1e-6
     assert all(p.grad is None for p in params)
+
+
+def test_private_head_step_touches_only_the_head():
+    """private_part="head": the DP step updates only q(y | z1) and the label embeddings, by the clipped
+    per-example gradients of those parameters alone; the rest of M2 is untouched (it learns from public rows)."""
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    from skdpsynth.synthesizers._caps_nn import M2Model, init_module
+    from skdpsynth.synthesizers._caps_training import dp_step
+
+    m2 = init_module(lambda: M2Model(4, 3, (8,), 2, ()), 0)
+    ref = init_module(lambda: M2Model(4, 3, (8,), 2, ()), 0)
+    head = list(m2.head.parameters())
+    assert sum(p.numel() for p in head) == 4 * 3 + 3 + 2 * 8 * 3  # linear classifier + two label embeddings
+    gsm = GradSampleModule(m2.head, loss_reduction="sum")
+    C, E = 0.05, 4
+    dp_opt = DPOptimizer(torch.optim.SGD(head, lr=1.0), noise_multiplier=0.0, max_grad_norm=C, expected_batch_size=E,
+                         loss_reduction="mean")
+    g = torch.Generator().manual_seed(1)
+    z1, y, noise = torch.randn(5, 4, generator=g) * 5, torch.tensor([0, 1, 2, 0, 1]), torch.randn(5, 2, generator=g)
+    body_before = [p.detach().clone() for p in m2.body_parameters()]
+    head_before = [p.detach().clone() for p in head]
+    dp_step(m2, gsm, dp_opt, z1, y, noise, 1.0, 1.0, frozen=m2.body_parameters())
+    assert all(torch.equal(b, p) for b, p in zip(body_before, m2.body_parameters()))
+    assert all(p.requires_grad for p in m2.parameters())
+    update = torch.cat([(b - p.detach()).flatten() for b, p in zip(head_before, head)])
+    expected = torch.zeros_like(update)
+    for i in range(5):
+        ref.zero_grad()
+        ref(z1[i:i + 1], y[i:i + 1], noise[i:i + 1], 1.0, 1.0).sum().backward()
+        gi = torch.cat([p.grad.flatten() for p in ref.head.parameters()])
+        expected += gi * min(1.0, C / (gi.norm() + 1e-6))
+    torch.testing.assert_close(update, expected / E, rtol=1e-4, atol=1e-6)
 
 
 def test_empty_poisson_batch_is_noise_only():
@@ -329,7 +363,7 @@ def test_empty_poisson_batch_is_noise_only():
     dp_opt = DPOptimizer(torch.optim.SGD(params, lr=1.0), noise_multiplier=2.0, max_grad_norm=1.0,
                          expected_batch_size=4, loss_reduction="mean", generator=torch.Generator().manual_seed(1))
     before = [p.detach().clone() for p in params]
-    dp_step(gsm, dp_opt, torch.zeros(0, 4), torch.zeros(0, dtype=torch.long), torch.zeros(0, 2), 1.0, 1.0)
+    dp_step(m2, gsm, dp_opt, torch.zeros(0, 4), torch.zeros(0, dtype=torch.long), torch.zeros(0, 2), 1.0, 1.0)
     update = torch.cat([(b - p.detach()).flatten() for b, p in zip(before, params)])
     assert update.std().item() == pytest.approx(2.0 / 4, rel=0.15)
 
@@ -364,7 +398,7 @@ INAPPLICABLE: dict[str, str] = {}
 def test_progress_bars_only_when_verbose(cohorts, schema, capsys):
     tiny(schema).fit(cohorts[0].frame)
     assert "CAPS" not in capsys.readouterr().err
-    tiny(schema, verbose=1).fit(cohorts[0].frame)
+    tiny(schema, verbose=1, random_state=7).fit(cohorts[0].frame)  # another seed: not the cached pre-training
     err = capsys.readouterr().err
     assert "CAPS: pre-train M1" in err and "CAPS: SPSSL" in err and "CAPS: generative replay" in err
 
@@ -434,3 +468,134 @@ def test_two_cycles_on_oulad_presentations(data_dir):
     out = est.sample(200, random_state=0)
     assert set(out.final_result) <= {"Withdrawn", "Fail", "Pass", "Distinction"}
     assert est.predict_label_proba(cohorts[1]).shape == (110, 4)
+
+
+def test_label_replay_carries_the_previous_release(cohorts, schema):
+    """From cycle 2 on, rows generated by the previous release are public labelled rows of SPSSL (same label
+    space only); they cost nothing, and a new label space turns them off."""
+    est = tiny(schema, epsilon=1.0, expected_cohort_size=EXPECTED).fit(cohorts[0].frame)
+    assert est.dpsgd_[-1]["label_replay_rows"] == 0
+    n_log = len(est.budget_log_)
+    est.partial_fit(cohorts[1].frame)
+    assert est.dpsgd_[-1]["label_replay_rows"] == TINY["label_replay"]
+    assert len(est.budget_log_) == n_log + 2  # this cycle's label histogram and DP-SGD only
+    essay = cohorts[2].frame.assign(achievement=lambda d: np.where(d.achievement == "low", "fail", "pass"))
+    est.partial_fit(essay, label_space=["fail", "pass"])
+    assert est.dpsgd_[-1]["label_replay_rows"] == 0
+    assert est.dpsgd_[-1]["private_parameters"] == sum(p.numel() for p in est.m2_.head.parameters())
+
+
+def test_replay_anchor_draws_public_rows():
+    """replay_anchor="public": the old half of the replay comes from the given public rows, not from M1."""
+    from skdpsynth.synthesizers._caps_nn import M1VAE, FeatureCodec, M2Model, init_module
+    from skdpsynth.synthesizers._caps_training import TrainSettings, replay
+
+    b = make_learning_habits(50, n_weeks=N_WEEKS, random_state=0)
+    codec = FeatureCodec(b.schema.select(b.feature_names))
+    m1 = init_module(lambda: M1VAE(codec.input_dim, codec.output_dim, 0, (8,), 2), 0)
+    m2 = init_module(lambda: M2Model(2, 3, (8,), 2, ()), 0)
+    s = TrainSettings.of(CAPSSynthesizer(**{**TINY, "replay_new": 0, "replay_old": 30, "replay_epochs": 1,
+                                            "lr": 0.0}))
+    seen = []
+    import skdpsynth.synthesizers._caps_training as training
+
+    original = training.train_m1
+    try:
+        training.train_m1 = lambda m, c, data, *a, **k: seen.append(data) or m
+        anchor = codec.encode(b.data)[1:]
+        replay(m1, m2, None, codec, [1 / 3] * 3, s, torch.Generator().manual_seed(0), anchor=anchor)
+    finally:
+        training.train_m1 = original
+    rows = {tuple(r) for r in anchor[0].tolist()}
+    assert len(seen[0][0]) == 30 and all(tuple(r) in rows for r in seen[0][0].tolist())
+
+
+def test_pretraining_is_reused_only_for_identical_public_inputs(cohorts, schema):
+    """A refit with the same public rows and random_state reuses the pre-trained M1 (same weights, same
+    release); other public rows or another seed pre-train afresh."""
+    from skdpsynth.synthesizers import _caps_training as training
+
+    pub = make_learning_habits(300, n_weeks=N_WEEKS, cohort_shift=-0.5, random_state=9).data
+    fits = [tiny(schema, public_data=p, random_state=r, reproducible_noise=True, epsilon=1.0).fit(cohorts[0].frame)
+            for p, r in ((pub, 0), (pub, 0), (pub.iloc[::-1].reset_index(drop=True), 0), (pub, 1))]
+    w = [torch.cat([p.detach().flatten() for p in e.m1_.parameters()]) for e in fits]
+    assert torch.equal(w[0], w[1]) and not torch.equal(w[0], w[2]) and not torch.equal(w[0], w[3])
+    pd.testing.assert_frame_equal(fits[0].sample(30, random_state=0), fits[1].sample(30, random_state=0))
+    assert len(training._PRETRAINED) <= training._PRETRAINED_MAX
+
+
+def test_benchmark_pairing_and_metrics():
+    """The benchmark's one-shot pairing uses every baseline run once per cycle; AJS is 0 on identical tables."""
+    import itertools
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from caps_cycles import _blocks, ajs, baseline_order
+
+    orders = ["".join(o) for o in itertools.permutations("012")]
+    for cycle in (2, 3):
+        base = [baseline_order(o, cycle) for o in orders]
+        assert sorted(base) == sorted(orders)
+        assert all(b[0] == o[cycle - 1] for o, b in zip(orders, base))
+    b = make_learning_habits(60, random_state=0)
+    blocks = _blocks(list(b.feature_names), 17, ["morning", "afternoon", "evening", "night"], [0, 4, 8, 12, 17])
+    assert len(blocks) == 16 and sorted(sum(blocks, [])) == sorted(b.feature_names)
+    assert ajs(b.frame, b.frame, "achievement", blocks, b.schema) == 0.0
+    other = make_learning_habits(60, cohort_shift=2.0, random_state=1).frame
+    assert 0 < ajs(b.frame, other, "achievement", blocks, b.schema) <= 1
+
+
+def test_unlabelled_loss_can_leave_the_classifier_to_the_labels():
+    """unlabelled_trains_classifier=False: U(z1) still trains M2's generative part but gives q(y | z1) no
+    gradient (it learns from labelled rows only); True is Kingma et al.'s M2."""
+    from skdpsynth.synthesizers._caps_nn import M2Model, init_module
+
+    g = torch.Generator().manual_seed(0)
+    z1, noise = torch.randn(9, 4, generator=g), torch.randn(9, 2, generator=g)
+    grads = {}
+    for train in (False, True):
+        m2 = init_module(lambda: M2Model(4, 3, (8,), 2, ()), 0)
+        m2.unlabelled_loss(z1, noise, 1.0, train_classifier=train).mean().backward()
+        cls = [p.grad for p in m2.head.cls.parameters()]
+        grads[train] = (cls, [p.grad for p in m2.body_parameters()])
+    assert all(gr is None or not gr.any() for gr in grads[False][0])
+    assert all(gr is not None and gr.abs().sum() > 0 for gr in grads[True][0])
+    assert all(gr is not None and gr.abs().sum() > 0 for gr in grads[False][1])
+
+
+def test_adapt_prior_matches_the_aggregate_posterior(cohorts, schema):
+    """adapt_prior=True: p(z2 | y) is the Gaussian of the aggregate posterior q(z2 | y, z1) over public z1
+    (samples of M1 labelled by q(y | z1)); False keeps N(0, I)."""
+    from skdpsynth.synthesizers._caps_training import encode_z1, sample_m1
+
+    kw = dict(epsilon=None, n_public_samples=3000, replay_new=0, replay_old=0)
+    off = tiny(schema, adapt_prior=False, **kw).fit(cohorts[0].frame)
+    assert off.prior_ is None
+    est = tiny(schema, **kw).fit(cohorts[0].frame)
+    means, stds = est.prior_
+    assert means.shape == stds.shape == (3, TINY["z2_dim"]) and bool((stds > 0).all())
+    g = torch.Generator().manual_seed(5)
+    codes, nums, _ = sample_m1(est.m1_, est.codec_, 6000, g)
+    z1 = encode_z1(est.m1_, est.codec_, codes, nums, g)
+    with torch.no_grad():
+        y = torch.multinomial(torch.softmax(est.m2_.cls(z1), 1), 1, generator=g).squeeze(1)
+        mu2, lv2 = est.m2_.posterior_z2(z1, y)
+    for c in range(3):
+        sel = y == c
+        if int(sel.sum()) < 200:
+            continue
+        sd = (lv2[sel].exp().mean(0) + mu2[sel].var(0)).sqrt()
+        torch.testing.assert_close(means[c], mu2[sel].mean(0), atol=0.1 + 0.15 * float(sd.max()), rtol=0)
+        torch.testing.assert_close(stds[c], sd, atol=0.1, rtol=0.2)
+
+
+def test_private_part_sets_what_dp_sgd_noises(cohorts, schema):
+    """private_part="all" trains (and noises) every parameter of M2 privately; "head" only the label head."""
+    n = {}
+    for part in ("head", "all"):
+        est = tiny(schema, epsilon=1.0, expected_cohort_size=EXPECTED, private_part=part, replay_new=0,
+                   replay_old=0).fit(cohorts[0].frame)
+        n[part] = est.dpsgd_[-1]["private_parameters"]
+        assert n[part] == sum(p.numel() for p in (est.m2_.head if part == "head" else est.m2_).parameters())
+    assert n["head"] < n["all"]

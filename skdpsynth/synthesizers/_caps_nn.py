@@ -20,7 +20,7 @@ from torch.nn import functional as F
 from skdpsynth._grid import seconds_to_datetime
 from skdpsynth.schema import TableSchema
 
-__all__ = ["FeatureCodec", "M1VAE", "M2Model", "mlp", "init_module"]
+__all__ = ["FeatureCodec", "M1VAE", "M2Model", "LabelHead", "mlp", "init_module"]
 
 _LOG2PI = math.log(2 * math.pi)
 
@@ -261,11 +261,42 @@ class M1VAE(nn.Module):
         return nll + beta * kl
 
 
+class LabelHead(nn.Module):
+    """The label-dependent parameters of M2: q(y | z1) and the label embeddings of its encoder and decoder.
+
+    With ``private_part="head"`` only these few parameters are trained on the
+    private cohort (DP-SGD noise is added per parameter, so a small private part
+    gets a much larger signal-to-noise ratio than the whole of M2).
+    """
+
+    def __init__(self, z1_dim: int, n_labels: int, classifier_hidden: tuple[int, ...], enc_width: int,
+                 dec_width: int):
+        super().__init__()
+        self.cls = mlp([z1_dim, *classifier_hidden, n_labels])
+        self.enc_label = nn.Linear(n_labels, enc_width, bias=False)
+        self.dec_label = nn.Linear(n_labels, dec_width, bias=False)
+
+
+class _Conditioned(nn.Module):
+    """An MLP whose first layer is ``W x + E y + b``: the label enters through an embedding ``E`` kept elsewhere."""
+
+    def __init__(self, in_dim: int, sizes: list[int]):
+        super().__init__()
+        self.inp = nn.Linear(in_dim, sizes[0])
+        self.rest = nn.Sequential(nn.ELU(), mlp(sizes)) if len(sizes) > 1 else nn.Identity()
+
+    def forward(self, x: torch.Tensor, label_part: torch.Tensor) -> torch.Tensor:
+        return self.rest(self.inp(x) + label_part)
+
+
 class M2Model(nn.Module):
     """Kingma et al.'s M2 on M1's latent z1, with label y.
 
     q(z2 | y, z1) and p(z1 | y, z2) diagonal Gaussians, q(y | z1) categorical,
-    p(z2) = N(0, I) during training.
+    p(z2) = N(0, I) during training. The label enters the encoder and the decoder
+    through embeddings (equivalent to concatenating its one-hot code); those and
+    the classifier form :attr:`head` (:class:`LabelHead`), the part trained on the
+    private cohort when ``private_part="head"``.
 
     ``forward`` returns the per-example labelled loss used by the private
     (DP-SGD) step: ``L(z1, y) + alpha * CE(q(y | z1), y)`` with
@@ -278,16 +309,32 @@ class M2Model(nn.Module):
         h = list(hidden)
         self.n_labels = n_labels
         self.z2_dim = z2_dim
-        self.enc = mlp([z1_dim + n_labels, *h, 2 * z2_dim])
-        self.dec = mlp([z2_dim + n_labels, *h[::-1], 2 * z1_dim])
-        self.cls = mlp([z1_dim, *classifier_hidden, n_labels])
+        enc_sizes, dec_sizes = [*h, 2 * z2_dim], [*h[::-1], 2 * z1_dim]
+        self.enc = _Conditioned(z1_dim, enc_sizes)
+        self.dec = _Conditioned(z2_dim, dec_sizes)
+        self.head = LabelHead(z1_dim, n_labels, tuple(classifier_hidden), enc_sizes[0], dec_sizes[0])
+
+    def cls(self, z1: torch.Tensor) -> torch.Tensor:
+        """Logits of q(y | z1)."""
+        return self.head.cls(z1)
+
+    def body_parameters(self) -> list[nn.Parameter]:
+        """Every parameter outside :attr:`head` (trained on public data only with ``private_part="head"``)."""
+        head = {id(p) for p in self.head.parameters()}
+        return [p for p in self.parameters() if id(p) not in head]
+
+    def _encode(self, z1: torch.Tensor, y1h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mu2, lv2 = self.enc(z1, self.head.enc_label(y1h)).chunk(2, dim=1)
+        return mu2, lv2.clamp(-10, 6)
+
+    def _decode(self, z2: torch.Tensor, y1h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mu1, lv1 = self.dec(z2, self.head.dec_label(y1h)).chunk(2, dim=1)
+        return mu1, lv1.clamp(-8, 4)
 
     def _l(self, z1: torch.Tensor, y1h: torch.Tensor, noise: torch.Tensor, beta2: float) -> torch.Tensor:
-        mu2, lv2 = self.enc(torch.cat([z1, y1h], 1)).chunk(2, dim=1)
-        lv2 = lv2.clamp(-10, 6)
+        mu2, lv2 = self._encode(z1, y1h)
         z2 = mu2 + (0.5 * lv2).exp() * noise
-        mu1, lv1 = self.dec(torch.cat([z2, y1h], 1)).chunk(2, dim=1)
-        lv1 = lv1.clamp(-8, 4)
+        mu1, lv1 = self._decode(z2, y1h)
         rec = 0.5 * (_LOG2PI + lv1 + (z1 - mu1) ** 2 / lv1.exp()).sum(1)
         kl = 0.5 * (mu2 ** 2 + lv2.exp() - 1 - lv2).sum(1)
         return rec + beta2 * kl
@@ -299,10 +346,17 @@ class M2Model(nn.Module):
         ce = F.cross_entropy(self.cls(z1), y, reduction="none")
         return self._l(z1, y1h, noise, beta2) + alpha * ce
 
-    def unlabelled_loss(self, z1: torch.Tensor, noise: torch.Tensor, beta2: float) -> torch.Tensor:
-        """Per-example U(z1) = sum_y q(y|z1) L(z1, y) - H(q(y|z1)) (minimisation form)."""
+    def unlabelled_loss(self, z1: torch.Tensor, noise: torch.Tensor, beta2: float,
+                        train_classifier: bool = True) -> torch.Tensor:
+        """Per-example U(z1) = sum_y q(y|z1) L(z1, y) - H(q(y|z1)) (minimisation form).
+
+        With ``train_classifier=False`` q(y | z1) enters as fixed weights: U then
+        trains the generative part only, and q(y | z1) learns from labels alone.
+        """
         n, k = z1.shape[0], self.n_labels
         logits = self.cls(z1)
+        if not train_classifier:
+            logits = logits.detach()
         q = torch.softmax(logits, 1)
         ys = torch.arange(k).repeat_interleave(n)
         z1r = z1.repeat(k, 1)
@@ -313,13 +367,10 @@ class M2Model(nn.Module):
     @torch.no_grad()
     def generate_z1(self, y: torch.Tensor, z2: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """z1 ~ p(z1 | y, z2)."""
-        y1h = F.one_hot(y, self.n_labels).to(z2.dtype)
-        mu1, lv1 = self.dec(torch.cat([z2, y1h], 1)).chunk(2, dim=1)
-        return mu1 + (0.5 * lv1.clamp(-8, 4)).exp() * torch.randn(mu1.shape, generator=generator)
+        mu1, lv1 = self._decode(z2, F.one_hot(y, self.n_labels).to(z2.dtype))
+        return mu1 + (0.5 * lv1).exp() * torch.randn(mu1.shape, generator=generator)
 
     @torch.no_grad()
     def posterior_z2(self, z1: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and log-variance of q(z2 | y, z1)."""
-        y1h = F.one_hot(y, self.n_labels).to(z1.dtype)
-        mu2, lv2 = self.enc(torch.cat([z1, y1h], 1)).chunk(2, dim=1)
-        return mu2, lv2.clamp(-10, 6)
+        return self._encode(z1, F.one_hot(y, self.n_labels).to(z1.dtype))
