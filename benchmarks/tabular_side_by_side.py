@@ -41,7 +41,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 from _common import RESULTS, machine, markdown_table, write_results  # noqa: E402
 
 DATASETS = ("uci_hesp", "uci_dropout", "oulad", "adult")
-OURS = ("NPGC", "MST", "AIM")
+OURS = ("NPGC", "MST", "AIM", "AIM (target x4)")
 DELTA = 1e-9
 N_BINS = 32
 
@@ -52,11 +52,19 @@ def _load(name: str):
     return tabular.load(name)
 
 
-def make_ours(method: str, epsilon: float | None, schema, seed: int):
+TARGET_WEIGHT = 4.0  # "AIM (target x4)": all 2-way marginals, those holding the outcome weighted 4
+
+
+def make_ours(method: str, epsilon: float | None, schema, seed: int, columns=None, target=None):
     """One of our synthesizers at the benchmark's settings."""
     import skdpsynth as S
     from skdpsynth.synthesizers._aim import AIMSynthesizer
 
+    if method == "AIM (target x4)":
+        cols = list(columns)
+        workload = {(a, b): (TARGET_WEIGHT if target in (a, b) else 1.0) for i, a in enumerate(cols)
+                    for b in cols[i + 1:]}
+        return AIMSynthesizer(epsilon=epsilon, delta=DELTA, schema=schema, random_state=seed, workload=workload)
     cls = {"NPGC": S.NPGCSynthesizer, "MST": S.MSTSynthesizer, "AIM": AIMSynthesizer}[method]
     return cls(epsilon=epsilon, delta=DELTA, schema=schema, random_state=seed)
 
@@ -77,8 +85,8 @@ def _peak_mib() -> float:
 def worker(spec: dict) -> None:
     """Fit one of our methods in this (fresh) process; print fit time and peak RSS; pickle the sample."""
     warnings.simplefilter("ignore")
-    train, _, schema, _ = _load(spec["dataset"])
-    est = make_ours(spec["method"], spec["epsilon"], schema, spec["seed"])
+    train, _, schema, target = _load(spec["dataset"])
+    est = make_ours(spec["method"], spec["epsilon"], schema, spec["seed"], train.columns, target)
     base = _peak_mib()
     start, cpu = time.perf_counter(), time.process_time()
     est.fit(train)
@@ -198,20 +206,21 @@ def score(dataset: str, synth: pd.DataFrame, seed: int, metric_rows: int) -> dic
 
 
 def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
-    """Every fit of the run, cheapest kinds first within a dataset."""
+    """Every fit of the run: ours, then private-pgm's, then the non-DP references, dataset by dataset."""
     out = []
     for ds in datasets:
         for eps in epsilons:
-            out += [dict(dataset=ds, method=m, epsilon=eps, seed=s, kind="ours") for m in OURS for s in range(seeds)]
-        if args.ref_python:
-            out.append(dict(dataset=ds, method="npgc 0.3.0 (not DP)", epsilon=1.0, seed=0, kind="npgc"))
-            out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0, kind="gc"))
+            out += [dict(dataset=ds, method=m, epsilon=eps, seed=s, kind="ours") for m in (args.methods or OURS)
+                    for s in range(seeds)]
         if args.pgm_python:
             if not args.no_pgm_mst:
                 out += [dict(dataset=ds, method="private-pgm MST", epsilon=e, seed=0, kind="pgm_mst")
                         for e in epsilons]
             if not args.no_pgm_aim or args.pgm_aim_from:
                 out.append(dict(dataset=ds, method="private-pgm AIM", epsilon=1.0, seed=0, kind="pgm_aim"))
+        if args.ref_python:
+            out.append(dict(dataset=ds, method="npgc 0.3.0 (not DP)", epsilon=1.0, seed=0, kind="npgc"))
+            out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0, kind="gc"))
     return out
 
 
@@ -246,6 +255,32 @@ def aggregate(rows: list[dict]) -> pd.DataFrame:
     if "tstr" in df:
         agg["tstr_sd"] = g["tstr"].std()
     return agg.reset_index()
+
+
+PAIRS = (("AIM", "private-pgm AIM"), ("AIM (target x4)", "private-pgm AIM"), ("MST", "private-pgm MST"),
+         ("AIM", "private-pgm MST"))
+
+
+def ratios(agg: pd.DataFrame) -> list[dict]:
+    """Ours against private-pgm's, measured in this run: speed-ups (theirs / ours) and utility (ours / theirs)."""
+    out = []
+    for (ds, eps), sub in agg.groupby(["dataset", "eps"], sort=False):
+        by = sub.set_index("method")
+        for ours, ref in PAIRS:
+            if ours not in by.index or ref not in by.index:
+                continue
+            a, b = by.loc[ours], by.loc[ref]
+            row = {"dataset": ds, "epsilon": eps, "ours": ours, "against": ref, "our seeds": int(a["seeds"])}
+            for col, label in (("fit_s", "speed-up (wall)"), ("fit_cpu_s", "speed-up (CPU)")):
+                if col in by and a[col] > 0:
+                    row[label] = b[col] / a[col]
+            if "peak_rss_mib" in by and b["peak_rss_mib"] > 0:
+                row["peak RSS ours / theirs"] = a["peak_rss_mib"] / b["peak_rss_mib"]
+            for col, label in (("quality", "SDMetrics ours / theirs"), ("tstr", "TSTR ours / theirs")):
+                if col in by and b[col] > 0:
+                    row[label] = a[col] / b[col]
+            out.append(row)
+    return out
 
 
 def plot(agg: pd.DataFrame, name: str) -> str:
@@ -286,12 +321,21 @@ def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_fil
              f"{args.seeds} seed(s), mean (TSTR sd over seeds in brackets). private-pgm's MST once per epsilon and "
              "its AIM once per table at epsilon 1 only (one seed: 5-10 min a fit), both on our 32-bin public grid, "
              "decoded uniformly inside the bins; npgc 0.3.0 at its claimed epsilon 1 (not DP) and SDV "
-             "GaussianCopula (not DP) once. CTGAN/TVAE were not run here (their timings: results/tabular.md).", ""]
+             "GaussianCopula (not DP) once. CTGAN/TVAE were not run here (their timings: results/tabular.md).",
+             "", "Methods planned in this run: " + ", ".join(dict.fromkeys(r["method"] for r in getattr(
+                 args, "planned", rows))) + "; AIM (target x4) = our AIM with the workload of all 2-way marginals, "
+             "those holding the outcome weighted 4.", ""]
     cols = ["method", "seeds", "fit_s", "fit_cpu_s", "peak_rss_mib", "quality", "shapes", "pairs", "workload_error",
             "tstr", "tstr_sd", "trtr"]
     for (ds, eps), sub in agg.groupby(["dataset", "eps"], sort=False):
         lines += [f"## {ds}, epsilon {eps}", "", markdown_table(sub[[c for c in cols if c in sub]].to_dict("records"),
                                                                 [c for c in cols if c in sub], digits=3), ""]
+    rat = ratios(agg) if not agg.empty else []
+    if rat:
+        lines += ["## Ours against private-pgm (this run)", "",
+                  "Speed-up = their fit seconds / ours (mean over our seeds; theirs one fit); utility ratios = ours / "
+                  "theirs (the issue's targets: speed-up >= 100, memory <= 0.1, SDMetrics and TSTR ratios >= 1).", "",
+                  markdown_table(rat), ""]
     if plot_file:
         lines += [f"![quality vs fit time]({plot_file})", ""]
     errors = [r for r in rows if r["status"] != "ok"]
@@ -308,6 +352,8 @@ def main(argv=None) -> None:
     parser.add_argument("--datasets", nargs="*")
     parser.add_argument("--epsilons", nargs="*", type=float)
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--methods", nargs="*", choices=OURS, help="our methods to run (default: all)")
+    parser.add_argument("--name", default=None, help="results file stem (default tabular_side_by_side[_quick])")
     parser.add_argument("--metric-rows", type=int, default=None)
     parser.add_argument("--pgm-python", default=os.environ.get("PRIVATE_PGM_PYTHON"))
     parser.add_argument("--pgm-src", default=os.environ.get("PRIVATE_PGM_SRC"))
@@ -329,8 +375,9 @@ def main(argv=None) -> None:
     args.metric_rows = args.metric_rows or (1000 if args.quick else 5000)
     if args.pgm_python and not args.pgm_src:
         parser.error("--pgm-python needs --pgm-src (a private-pgm checkout)")
-    name = "tabular_side_by_side" + ("_quick" if args.quick else "")
+    name = args.name or "tabular_side_by_side" + ("_quick" if args.quick else "")
     todo = settings(datasets, epsilons, args.seeds, args)
+    args.planned = todo
     rows: list[dict] = []
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -340,16 +387,17 @@ def main(argv=None) -> None:
             print(f"[{k + 1}/{len(todo)}] {s['dataset']} {s['method']} eps={s['epsilon']} seed={s['seed']}: "
                   f"{r['status']} fit={r.get('fit_s', float('nan')):.2f}s q={r.get('quality', float('nan')):.3f} "
                   f"tstr={r.get('tstr', float('nan')):.3f} {r.get('error', '')}", flush=True)
-            if k + 1 == len(todo) or todo[k + 1]["dataset"] != s["dataset"]:  # checkpoint after every dataset
-                agg = aggregate(rows)
-                plot_file = plot(agg, name) if not agg.empty else None
-                md = markdown(agg, rows, args, time.perf_counter() - start, plot_file)
-                done = list(dict.fromkeys(r["dataset"] for r in rows))
-                if len(done) < len(datasets):
-                    md = md.replace("\n", f"\n\n**Partial: datasets completed so far: {done} of {datasets}.**\n", 1)
-                write_results(name, {"rows": rows, "aggregate": agg.to_dict("records"), "quick": args.quick,
-                                     "datasets": datasets, "epsilons": epsilons, "seeds": args.seeds,
-                                     "total_s": time.perf_counter() - start}, md)
+            agg = aggregate(rows)  # checkpoint after every fit: a run ended from outside keeps what it measured
+            plot_file = plot(agg, name) if not agg.empty else None
+            md = markdown(agg, rows, args, time.perf_counter() - start, plot_file)
+            if k + 1 < len(todo):
+                md = md.replace("\n", f"\n\n**Partial: {k + 1} of {len(todo)} fits done (the rest were not run).**\n",
+                                1)
+            write_results(name, {"rows": rows, "aggregate": agg.to_dict("records"),
+                                 "ratios": ratios(agg) if not agg.empty else [], "quick": args.quick,
+                                 "datasets": datasets, "epsilons": epsilons, "seeds": args.seeds, "done": k + 1,
+                                 "planned": [{k2: v for k2, v in t.items()} for t in todo],
+                                 "total_s": time.perf_counter() - start}, md)
     print(md)
 
 
