@@ -138,7 +138,8 @@ def plan_domain_budget(
     v_later = (placeholder or learner_records) + model
     records: list[BudgetRecord] = []
     if vocabulary:
-        records += vocabulary_part(share, v_later, accountant, max_contrib)[1].records
+        _, vocab_plan = vocabulary_part(share, v_later, accountant, max_contrib)
+        records += vocab_plan.records  # the plan's records (what it will charge), not the accountant's
         records += learner_records
     elif learners is not None:
         records += plan_schema_cost(learners, *share, accountant=accountant, later=model)
