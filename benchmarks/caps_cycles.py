@@ -24,6 +24,11 @@ a learner's habit of that time of day in that part of the semester). On OULAD: 2
 8 blocks of two weeks (the last has three). ``ajs_marginal`` (the 68 per-feature marginals) is reported beside it.
 Reconstructions are drawn 4 times per learner; conditional generation draws 300 rows per class.
 
+Variants (``VARIANTS``): "caps" is the shipped method; "no_bias_fix" turns prior adaptation off and anchors the
+replay on the old M1 (the paper); the others change one default each (ablations). The ablations run on epsilon 1
+and 4 and the Latin-square orders 012 / 120 / 201 (every cohort once at every cycle) and are compared with "caps"
+run by run (:func:`variant_effect`); blocks are run in priority order (:func:`default_blocks`).
+
 Simulated cohorts: 105 / 111 / 115 students with the paper's schema (``make_learning_habits``, 17 weeks x 4 time
 frames, 3 engagement classes, achievement low / middle / high), cohort_shift 0.0 / 0.3 / 0.6. Surrogate public data:
 10,000 simulated learners at cohort_shift -0.5 and another seed (the paper: 100,000 LLM-simulated learners; a
@@ -86,6 +91,7 @@ VARIANTS: dict = {
     # ablations of the defaults, one change each (seed 0, epsilon 1 and 4; compared with "caps" run by run)
     "private_all": {"private_part": "all"},
     "small_batch": {"batch_size": 32, "epochs": 30, "private_lr": None},
+    "alpha_0": {"alpha": 0.0},
     "alpha_0.1": {"alpha": 0.1},
     "alpha_10": {"alpha": 10.0},
     "replay_model": {"replay_anchor": "model"},
@@ -704,19 +710,26 @@ def tasks_for(blocks: list[tuple], epsilons, orders, cfg) -> list[tuple]:
             for d, v, seed, eps_list, ords in blocks for eps in (eps_list or epsilons) for order in (ords or orders)]
 
 
-def default_blocks(seeds: list[int], variants: list[str], oulad_seeds: list[int], with_oulad: bool) -> list[tuple]:
+def default_blocks(seeds: list[int], variants: list[str], oulad_seeds: list[int], with_oulad: bool,
+                   ablation_seeds: list[int] | None = None) -> list[tuple]:
     """Priority: the method on simulated cohorts (3 seeds), OULAD (first seed), the rest of the seeds, then the
     bias-fix-off variant (epsilon 1 and 4, first seed), the ablations (epsilon 1 and 4, first seed, the
-    Latin-square orders), the bias-fix-off variant's second seed and the remaining OULAD seeds."""
+    Latin-square orders), the bias-fix-off variant's second seed and OULAD's second seed; then the
+    ablations' further seeds, OULAD's further seeds and the bias-fix-off variant's further seeds."""
+    ablation_seeds = seeds[:1] if ablation_seeds is None else ablation_seeds
     first, rest = seeds[:3], seeds[3:]
     second = [v for v in variants if v in MAIN_VARIANTS[1:]]
+    ablations = [v for v in variants if v not in MAIN_VARIANTS]
     blocks = [("simulated", "caps", s, None, None) for s in first]
     blocks += [("oulad", "caps", s, None, None) for s in oulad_seeds[:1] if with_oulad]
     blocks += [("simulated", "caps", s, None, None) for s in rest]
     blocks += [("simulated", v, s, [1.0, 4.0], None) for v in second for s in seeds[:1]]
-    blocks += [("simulated", v, seeds[0], [1.0, 4.0], LATIN_ORDERS) for v in variants if v not in MAIN_VARIANTS]
+    blocks += [("simulated", v, s, [1.0, 4.0], LATIN_ORDERS) for v in ablations for s in ablation_seeds[:1]]
     blocks += [("simulated", v, s, [1.0, 4.0], None) for v in second for s in seeds[1:2]]
-    blocks += [("oulad", "caps", s, None, None) for s in oulad_seeds[1:] if with_oulad]
+    blocks += [("oulad", "caps", s, None, None) for s in oulad_seeds[1:2] if with_oulad]
+    blocks += [("simulated", v, s, [1.0, 4.0], LATIN_ORDERS) for s in ablation_seeds[1:] for v in ablations]
+    blocks += [("oulad", "caps", s, None, None) for s in oulad_seeds[2:] if with_oulad]
+    blocks += [("simulated", v, s, [1.0, 4.0], None) for v in second for s in seeds[2:]]
     return blocks
 
 
@@ -757,7 +770,8 @@ def main() -> None:
     ap.add_argument("--epsilons", default="1,2,4")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--skip-oulad", action="store_true")
-    ap.add_argument("--oulad-seeds", type=int, default=2)
+    ap.add_argument("--oulad-seeds", type=int, default=5)
+    ap.add_argument("--ablation-seeds", type=int, default=3)
     ap.add_argument("--progress", type=Path, default=None, help="append each task's rows to this JSONL file")
     ap.add_argument("--from-progress", type=Path, default=None, help="assemble results from a progress file")
     ap.add_argument("--resume", action="store_true", help="skip the tasks already in --progress")
@@ -785,7 +799,8 @@ def main() -> None:
     datasets = {"simulated": simulated(1000 if args.quick else 10000)}
     if not args.skip_oulad and (SHARED_DATA / "oulad" / "studentVle_weekly.csv.gz").exists():
         datasets["oulad"] = oulad(n_public=1000 if args.quick else 10000)
-    blocks = default_blocks(seeds, variants, seeds[:args.oulad_seeds], "oulad" in datasets)
+    blocks = default_blocks(seeds, variants, seeds[:args.oulad_seeds], "oulad" in datasets,
+                            seeds[:args.ablation_seeds])
     tasks = tasks_for(blocks, epsilons, orders, cfg)
     grid = {"orders": ["".join(map(str, o)) for o in orders], "seeds": seeds, "epsilons": epsilons,
             "variants": {v: VARIANTS[v] for v in variants}, "adapt_prior": sorted({VARIANTS[v].get(
