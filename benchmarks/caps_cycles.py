@@ -386,16 +386,20 @@ def t_interval(x) -> tuple[float, float, float]:
     return m, m - half, m + half
 
 
-def paired(rows: list[dict]) -> list[dict]:
-    """Cycle minus one-shot on the same cohort, epsilon and seed (:func:`baseline_order`); cycle 1: delta 0."""
+def _with_baseline(rows: list[dict]):
+    """Each row with the key and row of its one-shot baseline (:func:`baseline_order`); rows without one skipped."""
     df = pd.DataFrame(rows)
     first = df[df.cycle == 1].set_index(["variant", "epsilon", "order", "seed"])
-    out = []
     for _, r in df.iterrows():
         key = (r["variant"], r["epsilon"], baseline_order(r["order"], int(r["cycle"])), r["seed"])
-        if key not in first.index:  # a partial grid: the baseline run is missing
-            continue
-        b = first.loc[key]
+        if key in first.index:  # a partial grid may miss the baseline run
+            yield r, key, first.loc[key]
+
+
+def paired(rows: list[dict]) -> list[dict]:
+    """Cycle minus one-shot on the same cohort, epsilon and seed (:func:`baseline_order`); cycle 1: delta 0."""
+    out = []
+    for r, key, b in _with_baseline(rows):
         assert int(b["cohort"]) == int(r["cohort"])
         rec = {"variant": r["variant"], "epsilon": r["epsilon"], "adapt_prior": bool(r["adapt_prior"]),
                "cycle": int(r["cycle"]), "cohort": int(r["cohort"]), "seed": r["seed"], "order": r["order"],
@@ -407,16 +411,8 @@ def paired(rows: list[dict]) -> list[dict]:
 
 def oneshot_rows(rows: list[dict]) -> list[dict]:
     """The one-shot baseline of every cycle (a copy of the matching cycle-1 row, tagged with the cycle)."""
-    df = pd.DataFrame(rows)
-    first = df[df.cycle == 1].set_index(["variant", "epsilon", "order", "seed"])
-    out = []
-    for _, r in df.iterrows():
-        key = (r["variant"], r["epsilon"], baseline_order(r["order"], int(r["cycle"])), r["seed"])
-        if key in first.index:
-            out.append({**first.loc[key].to_dict(), **dict(zip(["variant", "epsilon", "seed"], [key[0], key[1],
-                                                                                               key[3]])),
-                        "order": r["order"], "cycle": int(r["cycle"]), "kind": "oneshot"})
-    return out
+    return [{**b.to_dict(), "variant": key[0], "epsilon": key[1], "seed": key[3], "order": r["order"],
+             "cycle": int(r["cycle"]), "kind": "oneshot"} for r, key, b in _with_baseline(rows)]
 
 
 def summarise_paired(pairs: list[dict]) -> list[dict]:
