@@ -236,13 +236,13 @@ def test_reasonable_release_of_uci_dropout_is_approved(data_dir):
     idx = np.random.default_rng(0).permutation(len(df))
     train, holdout = df.iloc[idx[: len(df) // 2]], df.iloc[idx[len(df) // 2:]]
     schema = uci_dropout_schema()
-    # AIM at epsilon 3: TSTR/TRTR 0.84-0.91 over fresh noise and samples (NPGC at epsilon 10 sits at 0.79-0.86,
-    # on the 0.8 line: a verdict that would follow the draw)
-    synth = AIMSynthesizer(epsilon=3.0, schema=schema, random_state=0).fit(train)
+    # AIM at epsilon 5: TSTR/TRTR 0.90-0.95 over 10 draws of fresh noise and samples (at epsilon 3: 0.83-0.96,
+    # sd 0.035; NPGC at epsilon 10 sits at 0.79-0.86, on the 0.8 line: verdicts that would follow the draw)
+    synth = AIMSynthesizer(epsilon=5.0, schema=schema, random_state=0).fit(train)
     checks = pearl_checks("classification", target="Target", protected="Gender", schema=schema)
     report = ReleaseAuditor(checks, random_state=0).audit(synth, X_train=train, X_holdout=holdout)
     assert report.approved, report.reasons
-    assert report.synthesizer["privacy_spent"]["epsilon"] <= 3.0 * (1 + 1e-9)  # the accountant's float tolerance
+    assert report.synthesizer["privacy_spent"]["epsilon"] <= 5.0 * (1 + 1e-9)  # the accountant's float tolerance
     assert report.results["privacy"].details["membership_auc"] <= 0.55
     # a copy of the training rows is rejected on the same data
     copy = ReleaseAuditor(checks).audit(synthetic=train.copy(), X_train=train, X_holdout=holdout)
