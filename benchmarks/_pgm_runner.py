@@ -22,18 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-
-def _peak_mib() -> float:
-    """This process's peak resident set (MiB): VmHWM, which, unlike ru_maxrss, is not inherited across fork/exec."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from _peak_rss import peak_mib  # this folder is on sys.path: the runner is run as a script
 
 
 def main() -> None:
@@ -56,7 +45,7 @@ def main() -> None:
 
     np.random.seed(args.seed)  # noqa: NPY002 -- private-pgm's mechanisms draw from the global numpy state
     data = Dataset.load(args.data, args.domain)
-    base = _peak_mib()
+    base = peak_mib()
     start, cpu = time.perf_counter(), time.process_time()
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
@@ -72,7 +61,7 @@ def main() -> None:
             _, synth = mech.run(data, [(cl, 1.0) for cl in workload], num_synth_rows=data.records)
     fit_s, fit_cpu_s = time.perf_counter() - start, time.process_time() - cpu
     synth.df.to_csv(args.out, index=False)
-    peak = _peak_mib()
+    peak = peak_mib()
     rounds = log.getvalue().count("Measuring Clique")
     print(json.dumps({"fit_s": fit_s, "fit_cpu_s": fit_cpu_s, "peak_rss_mib": peak, "rss_before_fit_mib": base,
                       "rounds": rounds}))

@@ -12,20 +12,8 @@ import argparse
 import json
 import time
 import warnings
-from pathlib import Path
 
-
-def _peak_mib() -> float:
-    """This process's peak resident set (MiB): VmHWM, which, unlike ru_maxrss, is not inherited across fork/exec."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from _peak_rss import peak_mib  # this folder is on sys.path: the runner is run as a script
 
 
 def main() -> None:
@@ -42,7 +30,7 @@ def main() -> None:
 
     dtypes = json.loads(open(args.dtypes).read())
     X = pd.read_csv(args.data, dtype={c: ("str" if t == "str" else "float") for c, t in dtypes.items()})
-    base = _peak_mib()
+    base = peak_mib()
     start, cpu = time.perf_counter(), time.process_time()
     if args.method == "npgc":
         import npgc
@@ -50,7 +38,7 @@ def main() -> None:
         model = npgc.NPGC(epsilon=args.epsilon)
         model.fit(X, random_state=args.seed)
         fit_s, fit_cpu_s = time.perf_counter() - start, time.process_time() - cpu
-        peak = _peak_mib()
+        peak = peak_mib()
         synth = model.sample(len(X), seed=args.seed + 1)
     else:
         from sdv.metadata import Metadata
@@ -66,7 +54,7 @@ def main() -> None:
         except Exception:  # sdv 2 takes {table name: frame}
             model.fit({"table": X})
         fit_s, fit_cpu_s = time.perf_counter() - start, time.process_time() - cpu
-        peak = _peak_mib()
+        peak = peak_mib()
         synth = model.sample(len(X))
         synth = synth["table"] if isinstance(synth, dict) else synth
     synth.to_csv(args.out, index=False)

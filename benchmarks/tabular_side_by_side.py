@@ -39,6 +39,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 from _common import RESULTS, machine, markdown_table, write_results  # noqa: E402
+from _peak_rss import peak_mib  # noqa: E402
 
 DATASETS = ("uci_hesp", "uci_dropout", "oulad", "adult")
 OURS = ("NPGC", "MST", "AIM", "AIM (target x4)")
@@ -69,17 +70,6 @@ def make_ours(method: str, epsilon: float | None, schema, seed: int, columns=Non
     return cls(epsilon=epsilon, delta=DELTA, schema=schema, random_state=seed)
 
 
-def _peak_mib() -> float:
-    """This process's peak resident set (MiB): VmHWM, which, unlike ru_maxrss, is not inherited across fork/exec."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def worker(spec: dict) -> None:
@@ -87,11 +77,11 @@ def worker(spec: dict) -> None:
     warnings.simplefilter("ignore")
     train, _, schema, target = _load(spec["dataset"])
     est = make_ours(spec["method"], spec["epsilon"], schema, spec["seed"], train.columns, target)
-    base = _peak_mib()
+    base = peak_mib()
     start, cpu = time.perf_counter(), time.process_time()
     est.fit(train)
     fit_s, fit_cpu_s = time.perf_counter() - start, time.process_time() - cpu
-    peak = _peak_mib()
+    peak = peak_mib()
     synth = est.sample(len(train), random_state=spec["seed"])
     Path(spec["out"]).write_bytes(pickle.dumps(synth))
     extra = {"rounds": getattr(est, "n_rounds_", None), "epsilon_spent": float(est.privacy_spent_.epsilon)}
