@@ -812,4 +812,6 @@ def test_spiky_integer_column_keeps_its_values():
     schema = TableSchema.from_dict({"credits": {"kind": "integer", "lower": 0, "upper": 1000, "nullable": False},
                                     "age": {"kind": "integer", "lower": 16, "upper": 90, "nullable": False}})
     out = NPGCSynthesizer(epsilon=1.0, schema=schema, random_state=0).fit(X).sample(5000, random_state=0)
-    assert out["credits"].isin([30, 60, 90, 120, 240]).mean() > 0.95  # one cell per value up to 1024 values
+    # one cell per value up to 1024 values (a column binned into ranges puts only a few % on the spike values);
+    # the noise on the 996 empty cells leaves 0.94-1.0 there (2,000 fits: 1 % at or below 0.95, minimum 0.940)
+    assert out["credits"].isin([30, 60, 90, 120, 240]).mean() > 0.9
