@@ -524,6 +524,26 @@ def test_pretraining_is_reused_only_for_identical_public_inputs(cohorts, schema)
     assert len(training._PRETRAINED) <= training._PRETRAINED_MAX
 
 
+def test_pretraining_is_not_reused_across_network_widths(cohorts, schema):
+    """Two schemas that differ only in a missing class that no public row uses encode those rows to the same
+    codes; the cache handed the first schema's M1 to the second (seen in CI: "mat1 and mat2 shapes cannot be
+    multiplied (1500x36 and 37x32)" after a DP domain estimate made one column nullable in one fit, not the next)."""
+    from dataclasses import replace
+
+    from skdpsynth.synthesizers._caps_nn import FeatureCodec
+    from skdpsynth.synthesizers._caps_training import TrainSettings, pretrain_m1
+
+    features = schema.select([c for c in schema.names if c != "achievement"])
+    first = features.columns[0]
+    nullable = replace(features, columns=(replace(first, nullable=not first.nullable), *features.columns[1:]))
+    est = tiny(schema, random_state=0)
+    pub = features.validate(make_learning_habits(200, n_weeks=N_WEEKS, random_state=3).data[list(features.names)])
+    for sch in (features, nullable):
+        codec = FeatureCodec(sch)
+        m1 = pretrain_m1(codec, pub, TrainSettings.of(est), torch.Generator().manual_seed(0))
+        m1.encode(codec.encode(pub)[0])  # the width M1 was built for is this codec's
+
+
 def test_benchmark_pairing_and_metrics():
     """The benchmark's one-shot pairing uses every baseline run once per cycle; AJS is 0 on identical tables."""
     import itertools

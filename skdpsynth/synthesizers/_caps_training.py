@@ -111,9 +111,13 @@ _PRETRAINED: OrderedDict = OrderedDict()
 _PRETRAINED_MAX = 4
 
 
-def _pretrain_key(codes: torch.Tensor, nums: torch.Tensor, s: TrainSettings, seed: int) -> tuple:
+def _pretrain_key(codec: FeatureCodec, codes: torch.Tensor, nums: torch.Tensor, s: TrainSettings,
+                  seed: int) -> tuple:
+    # the codec's layout too: two schemas that differ only in a missing class nobody uses encode the same rows to
+    # the same codes, but their networks have different widths
+    layout = tuple((h.name, h.n_classes) for h in codec.cat_heads) + tuple(h.name for h in codec.num_heads)
     digest = hashlib.sha256(codes.numpy().tobytes() + nums.numpy().tobytes()).hexdigest()
-    return (digest, tuple(codes.shape), tuple(s.m1_hidden), s.z1_dim, s.beta1, s.lr, s.pretrain_epochs,
+    return (digest, tuple(codes.shape), layout, tuple(s.m1_hidden), s.z1_dim, s.beta1, s.lr, s.pretrain_epochs,
             s.pretrain_batch_size, seed)
 
 
@@ -125,7 +129,7 @@ def pretrain_m1(codec: FeatureCodec, public, s: TrainSettings, gen: torch.Genera
     """
     _, codes, nums, obs = codec.encode(public)
     seed = torch_seed_from(gen)
-    key = _pretrain_key(codes, nums, s, seed)
+    key = _pretrain_key(codec, codes, nums, s, seed)
     if key in _PRETRAINED:
         _PRETRAINED.move_to_end(key)
         return copy.deepcopy(_PRETRAINED[key])
