@@ -41,13 +41,14 @@ def _fill_missing(values: pd.Series, isna: np.ndarray, spec: ColumnSpec) -> tupl
 
 
 def normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool,
-                      public: bool = True) -> tuple[pd.Series | None, str | None, int]:
-    """The normalised column, or an error message (no counts; examples only for a draft), and how many clipped."""
+                      public: bool = True) -> tuple[pd.Series | None, str | None, np.ndarray | None]:
+    """The normalised column, or an error message (no counts; examples only for a draft), and which rows were
+    clipped (a bool mask for a bounded column, None for a categorical one or on error)."""
     if spec.kind in ("categorical", "boolean"):
         return _normalise_categorical(col, spec, public)
     isna = col.isna().to_numpy()
     if isna.any() and not spec.nullable and spec.fill is None:
-        return None, _missing_message(), 0
+        return None, _missing_message(), None
     if spec.kind in ("continuous", "integer"):
         if pd.api.types.is_bool_dtype(col.dtype):
             num = col.astype(float)
@@ -55,56 +56,56 @@ def normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool,
             num = pd.to_numeric(col, errors="coerce")
         bad = num.isna().to_numpy() & ~isna
         if bad.any():
-            return None, f"non-numeric values{_example(col[bad].iloc[0], public)} in a {spec.kind} column", 0
+            return None, f"non-numeric values{_example(col[bad].iloc[0], public)} in a {spec.kind} column", None
         values = num.to_numpy(dtype=float)
         if spec.kind == "integer":
             frac = ~isna & (np.abs(values - np.round(values)) > 1e-9)
             if frac.any():
-                return None, "non-whole values in an integer column; declare it continuous", 0
+                return None, "non-whole values in an integer column; declare it continuous", None
         lo, hi = spec.numeric_bounds
         outside = ~isna & ((values < lo) | (values > hi))
         if outside.any() and not clip:
-            return None, f"values outside the public bounds [{lo}, {hi}]", 0
+            return None, f"values outside the public bounds [{lo}, {hi}]", None
         out, _ = _fill_missing(pd.Series(np.clip(values, lo, hi), index=col.index), isna, spec)
-        return out, None, int(outside.sum())
+        return out, None, outside
     try:
         ts = pd.to_datetime(col, errors="raise")
     except (ValueError, TypeError):
-        return None, "values that are not dates/times", 0
+        return None, "values that are not dates/times", None
     if getattr(ts.dt, "tz", None) is not None:
         ts = ts.dt.tz_convert(None)
     ts = ts.astype("datetime64[ns]")
     outside = ~isna & ((ts < spec.lower) | (ts > spec.upper)).to_numpy()
     if outside.any() and not clip:
-        return None, f"values outside [{spec.lower}, {spec.upper}]", 0
+        return None, f"values outside [{spec.lower}, {spec.upper}]", None
     out, _ = _fill_missing(ts.clip(spec.lower, spec.upper), isna, spec)
-    return out, None, int(outside.sum())
+    return out, None, outside
 
 
 def _normalise_categorical(col: pd.Series, spec: ColumnSpec,
-                           public: bool = True) -> tuple[pd.Series | None, str | None, int]:
+                           public: bool = True) -> tuple[pd.Series | None, str | None, None]:
     codes, uniq_norm, msg = _categorical_parts(col, spec, public)
     if msg:
-        return None, msg, 0
+        return None, msg, None
     # code -1 (missing) picks the trailing NaN, or the fill of a column that is not nullable
     missing = spec.fill if not spec.nullable and spec.fill is not None else np.nan
     values = np.array([*uniq_norm, missing], dtype=object)[codes]
-    return pd.Series(values, index=col.index, dtype=object), None, 0
+    return pd.Series(values, index=col.index, dtype=object), None, None
 
 
-def category_codes(col: pd.Series, spec: ColumnSpec, public: bool = True) -> tuple[np.ndarray | None, str | None, int]:
+def category_codes(col: pd.Series, spec: ColumnSpec, public: bool = True) -> tuple[np.ndarray | None, str | None, None]:
     """A categorical / boolean column checked as :func:`normalise_column` checks it, returned as int64 codes into
     ``spec.categories`` (-1 for missing; the fill's code for a column that is not nullable) instead of objects."""
     fast = _known_category_codes(col, spec)
     if fast is not None:
-        return fast, None, 0
+        return fast, None, None
     codes, uniq_norm, msg = _categorical_parts(col, spec, public)
     if msg:
-        return None, msg, 0
+        return None, msg, None
     index = {c: i for i, c in enumerate(spec.categories)}
     missing = index[spec.fill] if not spec.nullable and spec.fill is not None else -1
     lookup = np.array([*(index[v] for v in uniq_norm), missing], dtype=np.int64)
-    return lookup[codes], None, 0
+    return lookup[codes], None, None
 
 
 def _known_category_codes(col: pd.Series, spec: ColumnSpec) -> np.ndarray | None:

@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from skdpsynth._release import release_dtype, restore_dtypes
 from skdpsynth.exceptions import InvalidBudgetError, NotFittedError, PrivacyLeakWarning, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, PrivacySpent, check_budget, compose
+from skdpsynth.privacy._clipping import CLIP_COUNT_SHARE, ClipTally, release_clip_counts, warn_clipped_exactly
 from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.schema import TableSchema, infer_schema, resolve_schema
@@ -301,6 +302,8 @@ class TableInput:
 
     frame: pd.DataFrame
     normalised: pd.DataFrame | None = None
+    #: with ``normalised``: the exact tally of the values the schema clipped (private; released only noisily)
+    clipped: ClipTally | None = None
 
 
 class BaseTabularSynthesizer(BaseSynthesizer):
@@ -337,7 +340,8 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         schema = resolve_schema(getattr(self, "schema", None))
         if schema is None:
             return TableInput(frame)
-        return TableInput(frame, schema.validate(frame))  # fails before any budget is spent
+        normalised, masks = schema._validate_for_fit(frame)  # fails before any budget is spent
+        return TableInput(frame, normalised, ClipTally().add(masks))
 
     def _check_columns(self, X: Any, y: Any, reset: bool, *, y_name: str = "y",
                        why: str = "every cohort must have the same columns in the same order.") -> pd.DataFrame:
@@ -371,24 +375,53 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             ctx.accountant.declare_nonprivate("domain read from the data (schema not confirmed public)")
         given = resolve_schema(getattr(self, "schema", None))
         if data.normalised is not None and given is not None and self.schema_ == given:
-            Xn = data.normalised
+            Xn, clipped = data.normalised, data.clipped
         else:
             X = data.frame
             if given is None and self.epsilon is not None:
                 X = drop_unreleased_categories(X, self.schema_)  # labels the DP domain did not release
-            Xn = self.schema_.validate(X)
+            Xn, masks = self.schema_._validate_for_fit(X)
+            # where the domain was estimated on this very cohort, the estimate's noisy tail check covers its bounds
+            clipped = None if ctx.first and given is None else ClipTally().add(masks)
+        self._count_clipped(clipped, ctx)
         self._fit_table(Xn, ctx)
 
-    def _domain_budget(self, schema_given: bool) -> tuple[float, float]:
-        """(epsilon, delta) slice of the first cohort's budget for the DP domain estimate (public: parameters only).
+    #: True for models charged wholly in zCDP when the cohort converts zCDP at a positive delta: the clipped values
+    #: are then counted by the Gaussian mechanism, so the whole fit stays Gaussian (and its mu-GDP claim holds)
+    _zcdp_model: bool = False
 
-        Nothing when the domain is given (or ``epsilon=None``); otherwise ``domain_share`` of both. The slice is a
+    def _count_clipped(self, clipped: ClipTally | None, ctx: FitContext) -> None:
+        """Release how many values a fixed schema clipped in this cohort as a noisy count per column (charged:
+        ``CLIP_COUNT_SHARE`` of epsilon, see :meth:`_domain_budget`, or of rho for a zCDP model), warning about the
+        columns above the noise; never the exact count. Sets ``clip_counts_``."""
+        if not clipped:  # nothing fixed, or no bounded column (public): nothing to count
+            return
+        if self.epsilon is None:
+            warn_clipped_exactly(clipped, stacklevel=6)
+            return
+        if self._zcdp_model and ctx.accountant.delta_zcdp > 0:
+            cost = {"rho": CLIP_COUNT_SHARE * ctx.accountant.remaining_rho()}
+        else:
+            cost = {"epsilon": self._domain_budget(True)[0]}
+        self.clip_counts_ = release_clip_counts(clipped, noise=ctx.noise, accountant=ctx.accountant,
+                                                label=type(self).__name__, stacklevel=6, **cost)
+
+    def _domain_budget(self, schema_given: bool) -> tuple[float, float]:
+        """(epsilon, delta) slice of a cohort's budget for the public domain (public: parameters only).
+
+        With the domain fixed (given, or estimated on an earlier cohort): ``CLIP_COUNT_SHARE`` of epsilon for the
+        noisy count of the values it clips (:meth:`_count_clipped`). Nothing with ``epsilon=None``. Otherwise, for
+        the DP domain estimate on the first cohort, ``domain_share`` of both. The slice is a
         ceiling: within it the estimate spends only on what is unknown (booleans need a missing cell only), and when
         the model is charged in zCDP the estimate composes with it, so the model keeps what it would have after the
         slice while the domain gets several times the rho the slice buys alone (``skdpsynth.privacy._domain_plan``).
         """
-        if schema_given or self.epsilon is None:
+        if self.epsilon is None:
             return 0.0, 0.0
+        if schema_given:  # the noisy count of the values a fixed schema clips (pure DP, no delta)
+            fixed = resolve_schema(getattr(self, "schema", None)) or getattr(self, "schema_", None)
+            bounded = fixed is None or any(c.kind in ("continuous", "integer", "datetime") for c in fixed.columns)
+            return (self.epsilon * CLIP_COUNT_SHARE if bounded else 0.0), 0.0
         share = getattr(self, "domain_share", 0.1)
         return self.epsilon * share, self.delta * share
 

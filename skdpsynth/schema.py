@@ -334,12 +334,20 @@ class TableSchema:
         return replace(self, columns=tuple(self[n] for n in names))
 
     # validation ---------------------------------------------------------------
+    def _validate_for_fit(self, X: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+        """:meth:`validate` without the warning: the normalised table and the clipped-row mask of each bounded
+        column, for a fit to count through a mechanism."""
+        masks: dict[str, np.ndarray] = {}
+        return pd.DataFrame(self._normalised_columns(X, clipped=masks), index=X.index), masks
+
     def validate(self, X: pd.DataFrame, *, clip: bool = True) -> pd.DataFrame:
         """Check ``X`` against the schema and return a normalised copy.
 
         Numeric and datetime values outside the public bounds are clipped to
         them (a :class:`UserWarning` names the columns; how many is private); clipping is what
-        bounds each person's influence, so it is not an error. Everything else
+        bounds each person's influence, so it is not an error. A synthesizer's
+        fit shows no such exact warning: it releases a noisy count of the clipped
+        values per column, charged to its budget (``skdpsynth.privacy._clipping``). Everything else
         that does not fit is an error, all columns listed at once.
 
         Parameters
@@ -365,10 +373,14 @@ class TableSchema:
         return pd.DataFrame(self._normalised_columns(X, clip=clip, stacklevel=3), index=X.index)
 
     def _normalised_columns(self, X: pd.DataFrame, *, clip: bool = True, category_codes: bool = False,
-                            stacklevel: int = 2) -> dict[str, Any]:
+                            stacklevel: int = 2, clipped: dict | None = None) -> dict[str, Any]:
         """:meth:`validate`'s checks, errors and warning, its columns returned one by one (no DataFrame is
         assembled, so no consolidated copy); with ``category_codes`` categorical and boolean columns come as
-        int64 codes into their ``categories`` (-1 missing) instead of objects."""
+        int64 codes into their ``categories`` (-1 missing) instead of objects.
+
+        A fit passes ``clipped``: it receives ``{column: mask of clipped rows}`` for every bounded column and no
+        warning is shown (whether a column was clipped is private: the fit counts it through a mechanism,
+        :mod:`skdpsynth.privacy._clipping`)."""
         missing = [n for n in self.names if n not in X.columns]
         extra = [n for n in X.columns if n not in self.names]
         problems: list[str] = []
@@ -379,20 +391,24 @@ class TableSchema:
         if problems:
             raise SchemaError("; ".join(problems) + ".")
         out = {}
-        clipped = {}
+        masks = {}
         for spec in self.columns:
             if category_codes and spec.kind in ("categorical", "boolean"):
-                values, msg, n_clipped = _category_codes(X[spec.name], spec, self.public)
+                values, msg, mask = _category_codes(X[spec.name], spec, self.public)
             else:
-                values, msg, n_clipped = normalise_column(X[spec.name], spec, clip, self.public)
+                values, msg, mask = normalise_column(X[spec.name], spec, clip, self.public)
             if msg:
                 problems.append(f"{spec.name!r}: {msg}")
                 continue
-            if n_clipped:
-                clipped[spec.name] = n_clipped
+            if mask is not None:
+                masks[spec.name] = mask
             out[spec.name] = values
         if problems:
             raise SchemaError("data do not match the schema: " + "; ".join(problems) + ".")
+        if clipped is not None:
+            clipped.update(masks)
+            return out
+        clipped = [name for name, mask in masks.items() if mask.any()]
         if clipped:
             # the columns only: how many values were clipped is private
             warnings.warn(

@@ -53,9 +53,10 @@ def test_dtypes_and_columns_round_trip(mixed_frame, mixed_schema):
 
 def test_budget_log_explains_every_epsilon(mixed_frame, mixed_schema):
     synth = DPMarginalsSynthesizer(epsilon=1.0, schema=mixed_schema, random_state=0).fit(mixed_frame)
-    log = synth.budget_log_
+    clip, *log = synth.budget_log_  # the noisy count of clipped values first (1 % of epsilon), then the model
+    assert "clipped to the public bounds" in clip.target and clip.epsilon == pytest.approx(0.01)
     assert len(log) == mixed_frame.shape[1]
-    assert sum(r.epsilon for r in log) == pytest.approx(synth.privacy_spent_.epsilon)
+    assert sum(r.epsilon for r in [clip, *log]) == pytest.approx(synth.privacy_spent_.epsilon)
     assert synth.privacy_spent_.epsilon <= 1.0 + 1e-12
     assert all("histogram of column" in r.target and r.sensitivity == 1.0 for r in log)
 

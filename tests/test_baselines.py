@@ -66,9 +66,10 @@ def test_histogram_synthesizer_checks(mixed_frame, mixed_schema, epsilon):
 def test_histogram_budget_is_one_geometric_release():
     X = _dependent(1000, np.random.default_rng(0))
     est = DPHistogramSynthesizer(epsilon=0.7, schema=_PAIR_SCHEMA, random_state=0).fit(X)
-    (rec,) = est.budget_log_
+    clip, rec = est.budget_log_  # the noisy count of clipped grades, then the histogram
+    assert "clipped to the public bounds" in clip.target and math.isclose(clip.epsilon, 0.007)
     assert rec.mechanism == "geometric" and rec.kind == "pure"
-    assert rec.sensitivity == 1.0 and math.isclose(rec.epsilon, 0.7)
+    assert rec.sensitivity == 1.0 and math.isclose(rec.epsilon, 0.7 * 0.99)
     assert est.n_cells_ == 3 * 2 * 5
     assert math.isclose(est.privacy_spent_.epsilon, 0.7) and est.privacy_spent_.delta == 0
 

@@ -126,3 +126,30 @@ def test_parameters_are_declared_and_checked_before_any_spend(info):
     with pytest.raises(ValueError):
         est.set_params(epsilon=-1.0).fit([[0.0, 1.0], [1.0, 0.0]])
     assert not hasattr(est, "budget_log_")
+
+
+@pytest.mark.parametrize("info", [c for c in _cases(private_only=True) if c.values[0].data == "table"])
+def test_clipping_a_fixed_schema_is_counted_through_a_mechanism(info, mixed_frame, mixed_schema, caps_data):
+    # the first version named the clipped columns whenever one value was out of range (an exact bit per column)
+    est, X = make_case(info, mixed_frame, mixed_schema, None, caps_data)
+    bounded = [c.name for c in est.schema.columns if c.kind in ("continuous", "integer") and c.name in X.columns]
+    if not bounded:  # CAPS's habit table is all categorical: nothing can be clipped, nothing is charged
+        est.fit(X)
+        assert not [r for r in est.budget_log_ if "clipped to the public bounds" in r.target]
+        return
+    column = bounded[0]
+    X = X.copy()
+    X.loc[X.index[0], column] = est.schema[column].upper + 1  # one learner above the public bound
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X)
+    assert not [w for w in caught if "clipped" in str(w.message)]  # one value is far below the noise
+    (clip,) = [r for r in est.budget_log_ if "clipped to the public bounds" in r.target]
+    assert clip.sensitivity == 1.0
+    if est._zcdp_model:  # a Gaussian count: the whole fit stays Gaussian
+        assert clip.kind == "zcdp" and clip.rho == pytest.approx(0.01 * sum(r.rho for r in est.budget_log_), rel=0.02)
+    else:
+        assert clip.kind == "pure" and clip.epsilon == pytest.approx(0.01 * est.epsilon)
+    assert column in est.clip_counts_
+    spent = est.privacy_spent_
+    assert spent.epsilon <= est.epsilon * (1 + 1e-9) and spent.delta <= est.delta * (1 + 1e-9)

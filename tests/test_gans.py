@@ -52,8 +52,9 @@ def test_dpctgan_accounting_recomputes(mixed_frame, mixed_schema, epsilon):
 
     est = DPCTGANSynthesizer(epsilon=epsilon, delta=1e-5, schema=mixed_schema, random_state=0, **_TINY_DP)
     est.fit(mixed_frame)
-    count, sgd = est.budget_log_
-    assert count.mechanism == "geometric" and math.isclose(count.epsilon, 0.02 * epsilon)
+    clip, count, sgd = est.budget_log_
+    assert "clipped to the public bounds" in clip.target and math.isclose(clip.epsilon, 0.01 * epsilon)
+    assert count.mechanism == "geometric" and math.isclose(count.epsilon, 0.02 * 0.99 * epsilon)
     assert sgd.mechanism == "dp-sgd" and sgd.kind == "approx" and sgd.delta == 1e-5
     d = sgd.details
     acc = RDPAccountant()
@@ -117,8 +118,10 @@ def test_dpctgan_sklearn_check_estimator():
 def test_pategan_accounting_is_data_independent(mixed_frame, mixed_schema, epsilon):
     est = PATEGANSynthesizer(epsilon=epsilon, delta=1e-5, schema=mixed_schema, random_state=0, **_TINY_PATE)
     est.fit(mixed_frame)
-    count, rec = est.budget_log_  # the DP count of people (n_estimate_), then every vote query
-    assert count.mechanism == "geometric" and math.isclose(count.epsilon, 0.02 * epsilon)
+    # the noisy count of clipped values, the DP count of people (n_estimate_), then every vote query
+    clip, count, rec = est.budget_log_
+    assert "clipped to the public bounds" in clip.target and math.isclose(clip.epsilon, 0.01 * epsilon)
+    assert count.mechanism == "geometric" and math.isclose(count.epsilon, 0.02 * 0.99 * epsilon)
     T = _TINY_PATE["n_iter"] * _TINY_PATE["batch_size"]
     assert rec.kind == "zcdp" and rec.details["queries"] == T == est.n_queries_
     assert rec.sensitivity == pytest.approx(math.sqrt(2))

@@ -145,3 +145,34 @@ def test_canary_state_within_the_bound_is_released_no_more_often_than_delta():
     lower = beta.ppf(0.001, hits, fits - hits + 1) if hits else 0.0  # one-sided 99.9% Clopper-Pearson bound
     assert lower <= delta and hits / fits <= 0.05, (hits, fits)
     assert common >= 0.9 * fits  # the release works: the attack could have seen the canary
+
+
+@pytest.mark.parametrize("mechanism", ["geometric", "gaussian"])
+def test_static_values_outside_a_given_schema_are_counted_not_printed(mechanism):
+    from skdpsynth.schema import TableSchema
+
+    data = make_clickstream(400, min_length=5, max_length=20, random_state=0)
+    frame = data.frame.copy()
+    credits = dict(zip(frame["learner_id"].unique(), np.random.default_rng(0).integers(30, 120, 400)))
+    frame["credits"] = frame["learner_id"].map(credits)
+    schema = TableSchema.from_dict({"outcome": {"kind": "categorical", "categories": list(data.schema["outcomes"]),
+                                                "nullable": False},
+                                    "credits": {"kind": "integer", "lower": 0, "upper": 240, "nullable": False}})
+    one_above = frame.copy()
+    one_above.loc[one_above["learner_id"] == frame["learner_id"].iloc[0], "credits"] = 300  # one learner
+    for table in (frame, one_above):
+        est = DPMarkovSynthesizer(epsilon=1.0, **COLS, label_column="outcome", static_columns="credits",
+                                  vocabulary=list(data.schema["vocabulary"]), schema=schema, max_length=20,
+                                  mechanism=mechanism)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.fit(table)
+        assert not [w for w in caught if "clipped" in str(w.message)]
+        (clip,) = [r for r in est.budget_log_ if "clipped to the public bounds" in r.target]
+        assert clip.sensitivity == 1.0
+        assert (clip.kind, bool(clip.epsilon)) == (("pure", True) if mechanism == "geometric" else ("zcdp", False))
+        assert set(est.clip_counts_) == {"credits"}
+        assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+    # a second cohort under the schema fixed by the first is counted too
+    est.partial_fit(one_above)
+    assert sum("clipped to the public bounds" in r.target for r in est.budget_log_) == 2

@@ -171,6 +171,7 @@ class AIMSynthesizer(BaseTabularSynthesizer):
     equally); the cohorts' estimates add up (each cohort pays its own budget).
     """
 
+    _zcdp_model = True  # its clipped-value count is Gaussian too (see BaseTabularSynthesizer)
     _parameter_constraints: dict = {
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 1, None, closed="left")],

@@ -181,6 +181,7 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     of different cohorts add up (each cohort pays its own budget).
     """
 
+    _zcdp_model = True  # its clipped-value count is Gaussian too (see BaseTabularSynthesizer)
     _parameter_constraints: dict = {
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 1, None, closed="left")],

@@ -200,6 +200,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
     True
     """
 
+    _zcdp_model = True  # its clipped-value count is Gaussian too (see BaseTabularSynthesizer)
     _parameter_constraints: dict = {
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 2, None, closed="left")],

@@ -8,7 +8,6 @@ partition, on the cluster when a ``distributed.Client`` is running.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import pandas as pd
@@ -53,8 +52,7 @@ class NPGCInput:
         except SchemaError:
             schema.validate(frame)  # the message about the whole table, not one chunk
             raise
-        _reemit(stats)
-        return TableInput(frame, stats)
+        return TableInput(frame, stats, stats.clipped)
 
     def _public_schema(self, reset: bool) -> TableSchema | None:
         """The schema the statistics can be computed on before any budget is spent (given, and the fitted one)."""
@@ -76,8 +74,7 @@ class NPGCInput:
         part = _ChunkStatistics(self.columns_, self._cells_for(schema, reset), schema, self.epsilon is None)
         first = None if rest is None else part(head)  # a Dask head is read again with its partition
         stats = map_reduce(X, part, CohortStatistics.merge, first=first, rest=rest)
-        _reemit(stats)
-        return TableInput(head, stats)
+        return TableInput(head, stats, stats.clipped)
 
 
 class _ChunkStatistics:
@@ -95,8 +92,3 @@ class _ChunkStatistics:
                                   f"{list(self.columns)}; every chunk must have the same columns in the same order.")
         return frame_statistics(frame, self.cells, schema=self.schema, exact_values=self.exact_values)
 
-
-def _reemit(stats: CohortStatistics) -> None:
-    """Show once each warning raised while validating the chunks (e.g. values clipped to the bounds)."""
-    for category, message in stats.warnings:
-        warnings.warn(message, category, stacklevel=4)

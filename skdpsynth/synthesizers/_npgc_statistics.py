@@ -12,12 +12,12 @@ added once, to the merged statistics, by the estimator.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from skdpsynth.privacy._clipping import ClipTally
 from skdpsynth.synthesizers._npgc_cells import NPGCColumnCells
 
 __all__ = ["CohortStatistics", "PairLayout", "StatisticsBuilder", "dependence_map", "frame_statistics",
@@ -105,24 +105,23 @@ class CohortStatistics:
         Contingency table of every column pair on the dependence cells, laid out by :class:`PairLayout`.
     ecdf : list or None
         Non-private mode only: per numeric / datetime column ``(values, counts, n_missing)``.
-    warnings : tuple of (category, message)
-        Warnings raised while validating the chunks (re-emitted once by the estimator).
+    clipped : ClipTally
+        The values the schema clipped (exact; the estimator releases them only as a noisy count).
     """
 
     n: int
     counts: np.ndarray
     tables: np.ndarray
     ecdf: list | None = None
-    warnings: tuple = field(default_factory=tuple)
+    clipped: ClipTally = field(default_factory=ClipTally)
 
     def merge(self, other: CohortStatistics) -> CohortStatistics:
         """The statistics of both chunks (sums; exact empirical CDFs merged)."""
         ecdf = None
         if self.ecdf is not None and other.ecdf is not None:
             ecdf = [_merge_ecdf(a, b) for a, b in zip(self.ecdf, other.ecdf)]
-        seen = dict.fromkeys([*self.warnings, *other.warnings])
         return CohortStatistics(self.n + other.n, self.counts + other.counts, self.tables + other.tables, ecdf,
-                                tuple(seen))
+                                self.clipped.merge(other.clipped))
 
 
 def _merge_ecdf(a, b):
@@ -156,7 +155,7 @@ class StatisticsBuilder:
         self.counts = np.zeros(int(self.offsets[-1]), dtype=np.int64)
         self.tables = np.zeros(self.layout.size, dtype=np.int64)
         self.ecdf = [None] * d if exact_values else None
-        self.warnings: dict = {}
+        self.clipped = ClipTally()
 
     def add(self, columns: pd.DataFrame | dict, n_rows: int) -> None:
         """Fold in one schema-normalised chunk: a DataFrame, or ``TableSchema._normalised_columns`` output
@@ -187,7 +186,7 @@ class StatisticsBuilder:
 
     def result(self) -> CohortStatistics:
         """The statistics so far."""
-        return CohortStatistics(self.n, self.counts, self.tables, self.ecdf, tuple(self.warnings))
+        return CohortStatistics(self.n, self.counts, self.tables, self.ecdf, self.clipped)
 
 
 def _column_ecdf(col: pd.Series, kind: str):
@@ -208,8 +207,8 @@ def frame_statistics(X: pd.DataFrame, cells: tuple[NPGCColumnCells, ...], *, sch
     """Statistics of one table, chunk by chunk.
 
     ``X`` is validated against ``schema`` chunk by chunk when given (raw
-    input), otherwise it must already be schema-normalised. Warnings raised
-    while validating are collected (:attr:`CohortStatistics.warnings`), not shown.
+    input), otherwise it must already be schema-normalised. The values it
+    clips are tallied (:attr:`CohortStatistics.clipped`), never shown.
     """
     builder = StatisticsBuilder(cells, exact_values)
     rows = chunk_rows(X.shape[1])
@@ -217,10 +216,8 @@ def frame_statistics(X: pd.DataFrame, cells: tuple[NPGCColumnCells, ...], *, sch
         chunk = X if len(X) <= rows else X.iloc[start:start + rows]
         columns = chunk
         if schema is not None:  # checked and normalised column by column; no normalised copy of the chunk
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                columns = schema._normalised_columns(chunk, category_codes=True)
-            for w in caught:
-                builder.warnings[(w.category, str(w.message))] = None
+            masks: dict = {}
+            columns = schema._normalised_columns(chunk, category_codes=True, clipped=masks)
+            builder.clipped.add(masks)
         builder.add(columns, len(chunk))
     return builder.result()

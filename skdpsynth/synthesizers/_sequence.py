@@ -12,11 +12,12 @@ per-group length histogram, and leaves the event model to subclasses
 
 from __future__ import annotations
 
+import copy
 import os
 import warnings
 from abc import abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -28,7 +29,8 @@ from skdpsynth._grid import PublicGrid
 from skdpsynth._release import restore_dtypes
 from skdpsynth.base import BaseSynthesizer, BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
-from skdpsynth.privacy import normalise_counts
+from skdpsynth.privacy import BudgetRecord, normalise_counts
+from skdpsynth.privacy._clipping import CLIP_COUNT_SHARE, ClipTally, release_clip_counts, warn_clipped_exactly
 from skdpsynth.privacy._domain import drop_unreleased_categories
 from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism
 from skdpsynth.schema import TableSchema, resolve_schema
@@ -163,9 +165,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
             missing = [c for c in roles.learner_columns if c not in schema]
             if missing:
                 raise SchemaError(f"label/static column(s) {missing} are not in the schema.")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                schema.select(roles.learner_columns).validate(data.learners)
+            schema.select(roles.learner_columns)._validate_for_fit(data.learners)  # clipping is counted in the fit
 
     # -- budget plan ----------------------------------------------------------------------
     def _domain_parts(self, first: bool) -> tuple[bool, bool]:
@@ -216,6 +216,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
 
     # -- fitting --------------------------------------------------------------------------
     def _fit_cohort(self, data: SequenceData, ctx: FitContext) -> None:
+        self._count_clipped(data, ctx)
         plan = self._plan(data, ctx)
         if ctx.first:
             self._fit_domain(data, plan, ctx)
@@ -231,6 +232,42 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
                                              sensitivity=float(self._model_sensitivity()), plan=plan, ctx=ctx),
                                ctx.first)
         self._finalise()
+
+    def _fixed_learner_schema(self, first: bool) -> TableSchema | None:
+        """The label/static schema fixed before this cohort (given, or estimated on the first), if any."""
+        columns = self._roles().learner_columns
+        if not columns:
+            return None
+        if not first:
+            return self.learner_schema_
+        given = resolve_schema(self.schema)
+        return None if given is None else given.select(columns)
+
+    def _count_clipped(self, data: SequenceData, ctx: FitContext) -> None:
+        """Label/static values a fixed schema clips, released as a noisy count per column (``CLIP_COUNT_SHARE`` of
+        epsilon, or of rho under ``mechanism="gaussian"``; see :mod:`skdpsynth.privacy._clipping`): never the exact
+        count. The cohort's plan is checked
+        against what is left before it is charged. A cohort whose label/static domain is estimated skips it (the
+        estimate's own noisy tail check covers its bounds)."""
+        schema = self._fixed_learner_schema(ctx.first)
+        if schema is None:
+            return
+        _, masks = schema._validate_for_fit(data.learners[list(schema.names)])
+        if not ctx.accountant.private:
+            warn_clipped_exactly(ClipTally().add(masks), stacklevel=6)
+            return
+        if not masks:
+            return
+        if self.mechanism == "gaussian":  # the whole fit stays Gaussian
+            cost = {"rho": CLIP_COUNT_SHARE * ctx.accountant.remaining_rho()}
+        else:
+            cost = {"epsilon": CLIP_COUNT_SHARE * self.epsilon}
+        probe = copy.deepcopy(ctx.accountant)  # the plan after the count, before anything is spent
+        probe.spend(BudgetRecord("planned", "values clipped to the public bounds",
+                                 "zcdp" if "rho" in cost else "pure", **cost))
+        self._plan(data, replace(ctx, accountant=probe))
+        self.clip_counts_ = release_clip_counts(ClipTally().add(masks), noise=ctx.noise, accountant=ctx.accountant,
+                                                label=type(self).__name__, stacklevel=6, **cost)
 
     def _measure_learners(self, cells: np.ndarray, labels: np.ndarray, lengths: np.ndarray, plan: _Plan | None,
                           ctx: FitContext) -> None:
@@ -308,7 +345,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
                                   "left out of the model.", UserWarning, stacklevel=5)
                 learners = learners[keep]
             learners = drop_unreleased_categories(learners, self.learner_schema_)
-        codes = self.learner_grid_.encode(self.learner_schema_.validate(learners))
+        codes = self.learner_grid_.encode(self.learner_schema_._validate_for_fit(learners)[0])  # counted above
         cells = np.ravel_multi_index(codes.T, tuple(self.learner_grid_.n_cells)) if codes.shape[1] > 1 else codes[:, 0]
         labels = codes[:, 0] if self.label_column is not None else np.zeros(len(codes), dtype=np.int64)
         return np.asarray(cells, dtype=np.int64), np.asarray(labels, dtype=np.int64), keep
