@@ -33,7 +33,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
 from skdpsynth._release import release_dtype, restore_dtypes
-from skdpsynth.exceptions import InvalidBudgetError, NotFittedError, PrivacyLeakWarning, SchemaError
+from skdpsynth.exceptions import (
+    InvalidBudgetError,
+    NotFittedError,
+    PrivacyBudgetError,
+    PrivacyLeakWarning,
+    SchemaError,
+)
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, PrivacySpent, check_budget, compose
 from skdpsynth.privacy._clipping import CLIP_COUNT_SHARE, ClipTally, release_clip_counts, warn_clipped_exactly
 from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema
@@ -230,11 +236,19 @@ class BaseSynthesizer(BaseEstimator, ABC):
                 raise InvalidBudgetError(str(exc)) from None
             raise
         check_budget(self.epsilon, self.delta)
+        why = self._delta_required_by()
+        if why and self.epsilon is not None and not self.delta > 0:
+            raise PrivacyBudgetError(f"{type(self).__name__} {why}, which gives (epsilon, delta)-DP only with "
+                                     f"delta > 0; set delta (e.g. 1e-9), got delta={self.delta!r}.")
         if self.reproducible_noise and not isinstance(self.random_state, (Integral, np.random.SeedSequence)):
             raise ValueError(
                 "reproducible_noise=True derives the privacy noise from random_state, so random_state must be an "
                 f"int or SeedSequence (got {self.random_state!r}). Leave reproducible_noise=False for a release."
             )
+
+    def _delta_required_by(self) -> str | None:
+        """Why this synthesizer's mechanism needs ``delta > 0`` (e.g. "measures under zCDP"), or None; override."""
+        return None
 
     def _sample_request(self, n_samples: int | None, random_state: Any) -> tuple[int, np.random.Generator]:
         self._check_fitted()

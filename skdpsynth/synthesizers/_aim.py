@@ -203,12 +203,10 @@ class AIMSynthesizer(BaseTabularSynthesizer):
         self.reproducible_noise = reproducible_noise
 
     # -- planning -------------------------------------------------------------------------
+    def _delta_required_by(self) -> str:
+        return "measures under zCDP"
+
     def _check_input(self, X, y, reset):
-        if self.epsilon is not None and self.delta <= 0:
-            raise PrivacyBudgetError(
-                "AIMSynthesizer measures under zCDP, which gives (epsilon, delta)-DP only with delta > 0; "
-                "set delta (e.g. 1e-9)."
-            )
         data = super()._check_input(X, y, reset)
         resolve_workload(self.workload, [str(c) for c in data.frame.columns])  # names checked before any spend
         return data

@@ -153,8 +153,9 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
     def _check_request(self) -> None:
         super()._check_request()
         check_hidden_dims(self.hidden_dims)
-        if self.epsilon is not None and not self.delta > 0:
-            raise PrivacyBudgetError(f"DP-SGD needs delta > 0, got delta={self.delta!r}.")
+
+    def _delta_required_by(self) -> str:
+        return "trains with DP-SGD"
 
     def _delta_for_zcdp(self, data) -> float:
         return 0.0  # no zCDP part: the delta left after the domain is DP-SGD's

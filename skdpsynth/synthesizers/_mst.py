@@ -204,13 +204,8 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         self.reproducible_noise = reproducible_noise
 
     # -- planning -----------------------------------------------------------------
-    def _check_input(self, X, y, reset):
-        if self.epsilon is not None and self.delta <= 0:
-            raise PrivacyBudgetError(
-                "MSTSynthesizer measures under zCDP, which gives (epsilon, delta)-DP only with delta > 0; "
-                "set delta (e.g. 1e-9)."
-            )
-        return super()._check_input(X, y, reset)
+    def _delta_required_by(self) -> str:
+        return "measures under zCDP"
 
     def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
         d = X.shape[1]

@@ -115,11 +115,12 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         static = () if static is None else (static,) if isinstance(static, str) else tuple(static)
         return EventRoles(self.id_column, self.order_column, tuple(events), self.label_column, static)
 
+    def _delta_required_by(self) -> str | None:
+        return "with mechanism='gaussian' measures under zCDP" if self.mechanism == "gaussian" else None
+
     def _check_settings(self) -> EventRoles:
         """Checks between parameters that their constraints cannot express (before any budget is spent)."""
         roles = self._roles()
-        if self.mechanism == "gaussian" and self.epsilon is not None and self.delta <= 0:
-            raise PrivacyBudgetError("mechanism='gaussian' (zCDP) needs delta > 0.")
         discovers = self.vocabulary is None or (bool(roles.learner_columns) and self.schema is None)
         if self.epsilon is not None and self.delta <= 0 and discovers:
             raise PrivacyBudgetError(
