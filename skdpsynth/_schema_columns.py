@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from skdpsynth.utils._validation import distinct_objects
+
 if TYPE_CHECKING:
     from skdpsynth.schema import ColumnSpec
 
@@ -112,6 +114,16 @@ def _known_category_codes(col: pd.Series, spec: ColumnSpec) -> np.ndarray | None
     """Codes by one lookup in the categories' hash table when every value is a category or missing (and missing
     is allowed); None otherwise, for :func:`_categorical_parts` to name the problem."""
     values = col.to_numpy(dtype=object)
+    found = distinct_objects(values)
+    if found is None:
+        return _lookup_categories(values, spec)
+    rows, objects = found  # each distinct object looked up once
+    codes = _lookup_categories(objects, spec)
+    return None if codes is None else codes[rows]
+
+
+def _lookup_categories(values: np.ndarray, spec: ColumnSpec) -> np.ndarray | None:
+    """:func:`_known_category_codes` of an object array."""
     codes = pd.Index(list(spec.categories), dtype=object).get_indexer(values).astype(np.int64)
     unmatched = np.flatnonzero(codes < 0)
     if unmatched.size:

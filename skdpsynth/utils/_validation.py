@@ -110,6 +110,32 @@ def _has_inf(col: pd.Series) -> bool:
     return bool(np.isinf(col.to_numpy(dtype=float, na_value=np.nan)).any())
 
 
+#: rows sampled to decide whether an object column repeats a few objects (:func:`distinct_objects`)
+_IDENTITY_SAMPLE = 4096
+
+
+def distinct_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(codes, objects)`` with ``values == objects[codes]``, the objects told apart by identity; None when most
+    values are distinct objects.
+
+    Text columns repeat a few string objects (readers and constructors share them), so hashing the references,
+    machine integers, is several times faster than hashing the values, and one object has one value: whatever is
+    decided for ``objects`` holds for every row. Equal values may still be different objects.
+    """
+    values = np.ascontiguousarray(values, dtype=object)
+    refs = np.frombuffer(memoryview(values), dtype=np.intp)  # the objects' addresses; ``values`` keeps them alive
+    head = min(len(refs), _IDENTITY_SAMPLE)
+    if len(pd.unique(refs[:head])) > head // 4:
+        return None
+    codes, uniq = pd.factorize(refs)  # in order of first appearance
+    # a row holding each object: the rows of the head, and those after it holding an object it does not have
+    in_head = int(codes[:head].max(initial=-1)) + 1
+    rows = np.concatenate([np.arange(head), head + np.flatnonzero(codes[head:] >= in_head)])
+    where = np.empty(len(uniq), dtype=np.intp)
+    where[codes[rows]] = rows
+    return codes, values[where]
+
+
 def _distinct_present(col: pd.Series) -> np.ndarray:
     """The distinct non-missing values of an object column (one hashing pass, no copy of the column)."""
     try:  # C-level hashing of the whole column, then the (few) missing markers dropped from the distinct values
