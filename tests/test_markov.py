@@ -12,6 +12,7 @@ from sklearn.utils.estimator_checks import check_estimator, check_param_validati
 
 from skdpsynth.datasets import make_clickstream, make_knowledge_tracing
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
+from skdpsynth.schema import TableSchema
 from skdpsynth.synthesizers import DPHistSeqSynthesizer, DPMarkovSynthesizer
 from skdpsynth.synthesizers._sequence_data import transition_frequencies
 from skdpsynth.utils.estimator_checks import check_synthesizer
@@ -440,6 +441,19 @@ def test_n_estimate_is_a_dp_count_and_the_default_release_size(clicks):
     assert isinstance(est.n_estimate_, int) and abs(est.n_estimate_ - 1500) < 300
     assert est.sample(random_state=0)["learner_id"].nunique() == est.n_estimate_
     assert not any("1500" in r.target or "1500" in str(r.details) for r in est.budget_log_)
+
+
+def test_n_estimate_weighs_the_label_and_length_totals(clicks):
+    # both noisy histograms count every learner once; their totals weighted by inverse noise variance give sd 37
+    # over 60 fits (the length histogram's total alone: sd 81), so 150 is four standard deviations
+    schema = TableSchema.from_dict({"outcome": {"kind": "categorical", "categories": list(clicks.schema["outcomes"]),
+                                                "nullable": False}})
+    est = DPMarkovSynthesizer(epsilon=1.0, **COLS, label_column="outcome", vocabulary=list(clicks.schema["vocabulary"]),
+                              schema=schema, max_length=40)
+    for fitted in (clone(est).fit(clicks.frame) for _ in range(3)):
+        groups, lengths = fitted.group_counts_.sum(), fitted.length_counts_.sum()  # 2 label cells, 2 x 20 length
+        assert min(groups, lengths) - 1 <= fitted.n_estimate_ <= max(groups, lengths) + 1  # a weighted mean
+        assert abs(fitted.n_estimate_ - 1500) < 150
 
 
 def test_release_dtypes_follow_the_schema_not_the_draw():

@@ -60,7 +60,8 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
     2. the joint histogram of label and static cells (each learner in one
        cell: L1 = L2 sensitivity 1), ``label_share`` of the rest;
     3. the per-label length histograms (one cell per learner: sensitivity 1),
-       ``length_share`` of the rest; their noisy total is ``n_estimate_``;
+       ``length_share`` of the rest; ``n_estimate_`` is the noisy totals of
+       2. and 3. weighed by the inverse of their noise variance;
     4. the per-label transition counts: a learner adds ``L <= max_length``
        transitions (START -> first event, then one per further event), so the
        L1 sensitivity is ``max_length``; the L2 sensitivity is also
@@ -90,7 +91,8 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
         Domain of the label and static columns.
     n_estimate_ : int
         DP estimate of the number of learners in the latest cohort (the noisy
-        total of its length histogram; the default ``sample`` size).
+        totals of its group and length histograms, weighed by their noise;
+        the default ``sample`` size).
     n_features_in_, feature_names_in_ : int, ndarray
         Columns of ``X`` (a ``y`` joined as the label is not counted).
     columns_ : tuple of str

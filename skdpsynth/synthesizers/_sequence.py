@@ -272,20 +272,39 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
 
     def _measure_learners(self, cells: np.ndarray, labels: np.ndarray, lengths: np.ndarray, plan: _Plan | None,
                           ctx: FitContext) -> None:
-        """The group histogram (label and static cells) and the per-label length histogram; sets ``n_estimate_``."""
+        """The group histogram (label and static cells) and the per-label length histogram; sets ``n_estimate_``.
+
+        Every kept learner is in one cell of each histogram, so each noisy total estimates the cohort's size;
+        ``n_estimate_`` weighs the two by the inverse of their noise variance (post-processing, from public
+        parameters): on OULAD AAA at epsilon 1 the 4-cell label histogram's total is about twice as tight as
+        the 80-cell length histogram's.
+        """
+        totals = []
         if self.learner_schema_ is not None:
             exact = np.bincount(cells, minlength=self._group_cells())
             noisy = self._measure(exact, part="groups", what="group histogram (label and static columns per learner)",
                                   sensitivity=1.0, plan=plan, ctx=ctx)
             self.group_counts_ = noisy if ctx.first else self.group_counts_ + noisy
+            totals.append((noisy.sum(), noisy.size * self._cell_variance("groups", plan)))
         nb = len(self.length_edges_) - 1
         length_bin = np.searchsorted(self.length_edges_, lengths, side="right") - 1
         exact = np.bincount(labels * nb + length_bin, minlength=self.n_groups_ * nb).reshape(self.n_groups_, nb)
         noisy = self._measure(exact, part="lengths", what="length histogram per label (truncated lengths)",
                               sensitivity=1.0, plan=plan, ctx=ctx)
         self.length_counts_ = noisy if ctx.first else self.length_counts_ + noisy
-        # every learner is in one cell of the length histogram: its noisy total estimates the cohort's size
-        self.n_estimate_ = max(int(round(noisy.sum())), 1)
+        totals.append((noisy.sum(), noisy.size * self._cell_variance("lengths", plan)))
+        weights = np.array([1.0 / max(v, 1e-12) for _, v in totals])
+        estimate = float(np.dot(weights, [t for t, _ in totals]) / weights.sum())
+        self.n_estimate_ = max(int(round(estimate)), 1)
+
+    def _cell_variance(self, part: str, plan: _Plan | None) -> float:
+        """Noise variance of one count of measurement ``part`` (sensitivity 1; public: from the plan)."""
+        if plan is None:
+            return 0.0
+        if self.mechanism == "geometric":  # discrete Laplace of scale 1 / epsilon: 2 p / (1 - p)^2, p = e^-epsilon
+            p = np.exp(-plan.measurements[part])
+            return float(2 * p / (1 - p) ** 2)
+        return 1.0 / (2 * plan.measurements[part])  # discrete Gaussian, sigma^2 = 1 / (2 rho) at most
 
     def _fit_domain(self, data: SequenceData, plan: _Plan | None, ctx: FitContext) -> None:
         """First cohort: the vocabulary, the label/static domain and the public bins."""
