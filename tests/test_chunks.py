@@ -10,7 +10,14 @@ from sklearn.base import clone
 
 from skdpsynth import NPGCSynthesizer, SchemaError, TableSchema
 from skdpsynth._chunks import chunks_of, is_chunked, is_dask_frame, leading_rows, map_reduce
-from skdpsynth.synthesizers._npgc_statistics import CHUNK_CELLS, StatisticsBuilder, frame_statistics
+from skdpsynth.synthesizers._npgc_statistics import (
+    CHUNK_CELLS,
+    PairCounter,
+    PairLayout,
+    StatisticsBuilder,
+    column_groups,
+    frame_statistics,
+)
 
 SCHEMA = TableSchema.from_dict({
     "score": {"kind": "continuous", "lower": 0, "upper": 100},
@@ -84,6 +91,27 @@ def test_statistics_merge_equals_one_pass():
     table = builder.layout.table(whole.tables, 0, 3)
     np.testing.assert_array_equal(table, np.bincount(codes[:, 0] * table.shape[1] + codes[:, 3],
                                                      minlength=table.size).reshape(table.shape))
+
+
+@pytest.mark.parametrize("cap", [1, 8, 64, 256, 10_000])
+def test_grouped_pair_tables_are_the_pair_tables(cap):
+    # columns packed into groups count the same tables as every pair on its own, chunk after chunk
+    rng = np.random.default_rng(cap)
+    for _ in range(20):
+        sizes = rng.integers(1, 40, rng.integers(2, 9))
+        dep = np.stack([rng.integers(0, s, 700) for s in sizes])
+        layout = PairLayout(sizes)
+        counter = PairCounter(layout, cap)
+        for part in np.array_split(dep, 3, axis=1):
+            counter.add(part)
+        tables = counter.result()
+        for i in range(len(sizes)):
+            for j in range(i + 1, len(sizes)):
+                expected = np.bincount(dep[i] * sizes[j] + dep[j], minlength=sizes[i] * sizes[j])
+                np.testing.assert_array_equal(layout.table(tables, i, j), expected.reshape(sizes[i], sizes[j]))
+        groups = column_groups(sizes, cap)
+        assert sorted(j for g in groups for j in g) == list(range(len(sizes)))
+        assert all(np.prod(sizes[g]) <= max(cap, sizes[g].max()) for g in groups)
 
 
 # ------------------------------------------------------------------------------------------ NPGC from chunks

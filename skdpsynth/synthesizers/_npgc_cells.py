@@ -43,21 +43,26 @@ class NPGCColumnCells(ColumnGrid):
         else:
             x = _as_seconds(values) if kind == "datetime" else values.to_numpy(dtype=float)
             isna = np.isnan(x)
-            codes = np.full(len(x), -1, dtype=np.int64)
-            xv = x[~isna]
-            if self.integer_values is not None:
-                codes[~isna] = np.rint(xv).astype(np.int64) - int(self.integer_values[0])
-            else:
-                c = np.searchsorted(self.edges[1:-1], xv, side="right")
-                if self.bound_cells:
-                    c = np.where(xv <= self.edges[0], -1, np.where(xv >= self.edges[-1], len(self.edges) - 1, c)) + 1
-                codes[~isna] = c
+            if isna.any():
+                codes = np.full(len(x), -1, dtype=np.int64)
+                codes[~isna] = self._value_cells(x[~isna])
+            else:  # no masking
+                codes = self._value_cells(x)
         missing = codes < 0
         if missing.any():
             if self.missing_cell is None:
                 raise ValueError(f"column {self.spec.name!r} has missing values but is not nullable.")
             codes[missing] = self.missing_cell
         return codes
+
+    def _value_cells(self, x: np.ndarray) -> np.ndarray:
+        """Cell index of every (non-missing) number."""
+        if self.integer_values is not None:
+            return np.rint(x).astype(np.int64) - int(self.integer_values[0])
+        c = np.searchsorted(self.edges[1:-1], x, side="right")
+        if self.bound_cells:
+            c = np.where(x <= self.edges[0], -1, np.where(x >= self.edges[-1], len(self.edges) - 1, c)) + 1
+        return c.astype(np.int64, copy=False)
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator, within: np.ndarray | None = None) -> pd.Series:
         """Values for cell indices (see :meth:`ColumnGrid.decode`); point cells give the bound itself."""

@@ -20,8 +20,8 @@ import pandas as pd
 from skdpsynth.privacy._clipping import ClipTally
 from skdpsynth.synthesizers._npgc_cells import NPGCColumnCells
 
-__all__ = ["CohortStatistics", "PairLayout", "StatisticsBuilder", "dependence_map", "frame_statistics",
-           "DEPENDENCE_CELLS", "CHUNK_CELLS"]
+__all__ = ["CohortStatistics", "PairCounter", "PairLayout", "StatisticsBuilder", "column_groups", "dependence_map",
+           "frame_statistics", "DEPENDENCE_CELLS", "CHUNK_CELLS"]
 
 #: most dependence cells of one column (value cells are merged in runs of consecutive cells beyond this)
 DEPENDENCE_CELLS = 36
@@ -29,6 +29,10 @@ DEPENDENCE_CELLS = 36
 CHUNK_CELLS = 1 << 21
 #: rows of one pass of the pair tables (their keys stay in the processor's cache)
 PAIR_ROWS = 1 << 13
+#: most joint cells of a group of columns whose pair tables are counted together (:class:`PairCounter`)
+GROUP_CELLS = 256
+#: rows of one pass of the grouped pair tables (about as many as the cells of one group pair's table)
+GROUP_ROWS = 1 << 16
 
 
 def dependence_map(cells: NPGCColumnCells, cap: int = DEPENDENCE_CELLS) -> np.ndarray:
@@ -91,6 +95,109 @@ class PairLayout:
             flat[self.starts[i]:self.starts[i + 1]] += np.bincount(keys.ravel(), minlength=width * rows * k)
 
 
+def column_groups(sizes, cap: int) -> list[list[int]]:
+    """Columns packed into groups of at most ``cap`` joint cells (first fit by decreasing size; public)."""
+    groups: list[list[int]] = []
+    joint: list[int] = []
+    for j in sorted(range(len(sizes)), key=lambda j: -int(sizes[j])):
+        fit = next((g for g, size in enumerate(joint) if size * sizes[j] <= cap), None)
+        if fit is None:
+            groups.append([j])
+            joint.append(int(sizes[j]))
+        else:
+            groups[fit].append(j)
+            joint[fit] *= int(sizes[j])
+    return groups
+
+
+class PairCounter:
+    """Counts the pair tables of chunks of dependence-cell codes into a :class:`PairLayout` vector.
+
+    Small columns are packed into groups of at most ``cap`` joint cells
+    (:func:`column_groups`): one bincount of two groups' joint codes counts the
+    tables of every pair across them, and a group's own histogram those of the
+    pairs inside it, so there are several times fewer passes over the rows than
+    pairs. Each pair's table is then a sum over the other columns of its groups
+    (exact). Without any group of two columns, the pairs are counted column by
+    column (:meth:`PairLayout.add`).
+
+    Parameters
+    ----------
+    layout : PairLayout
+        Where the tables go.
+    cap : int
+        Most joint cells of a group; below the widest column nothing is grouped.
+    """
+
+    def __init__(self, layout: PairLayout, cap: int) -> None:
+        self.layout = layout
+        self.flat = np.zeros(layout.size, dtype=np.int64)
+        groups = column_groups(layout.sizes, cap)
+        self.groups = groups if len(groups) > 1 and len(groups) < len(layout.sizes) else None
+        if self.groups is None:
+            return
+        self.dims = [[int(layout.sizes[j]) for j in g] for g in self.groups]
+        self.joint = [int(np.prod(dims)) for dims in self.dims]
+        g = len(self.groups)
+        self.joint_tables = {(a, b): np.zeros(self.joint[a] * self.joint[b], dtype=np.int64)
+                             for a in range(g) for b in range(a + 1, g)}
+
+    @staticmethod
+    def cells(sizes, cap: int) -> int:
+        """Cells of the grouped tables for columns of ``sizes`` dependence cells (memory, before counting)."""
+        joint = [int(np.prod([sizes[j] for j in g])) for g in column_groups(sizes, cap)]
+        return sum(a * b for i, a in enumerate(joint) for b in joint[i + 1:])
+
+    def add(self, dep: np.ndarray) -> None:
+        """Add the pair tables of one chunk of dependence-cell codes (d, rows)."""
+        if self.groups is None:
+            for start in range(0, dep.shape[1], PAIR_ROWS):  # keys of a few thousand rows stay in cache
+                self.layout.add(self.flat, dep[:, start:start + PAIR_ROWS])
+            return
+        for start in range(0, dep.shape[1], GROUP_ROWS):
+            block = dep[:, start:start + GROUP_ROWS]
+            codes = [self._joint_codes(block, g) for g in self.groups]
+            key = np.empty(block.shape[1], dtype=np.int64)
+            for (a, b), table in self.joint_tables.items():
+                np.multiply(codes[a], self.joint[b], out=key)
+                key += codes[b]
+                table += np.bincount(key, minlength=len(table))
+
+    def _joint_codes(self, block: np.ndarray, group: list[int]) -> np.ndarray:
+        if len(group) == 1:
+            return block[group[0]]
+        codes = block[group[0]] * self.layout.sizes[group[1]]
+        codes += block[group[1]]
+        for j in group[2:]:
+            codes *= self.layout.sizes[j]
+            codes += block[j]
+        return codes
+
+    def result(self) -> np.ndarray:
+        """The pair tables so far, laid out by :class:`PairLayout`."""
+        if self.groups is None:
+            return self.flat
+        out = self.flat.copy()
+        done = set()
+        for (a, b), table in self.joint_tables.items():
+            joint = table.reshape(self.dims[a] + self.dims[b])
+            ga, gb = self.groups[a], self.groups[b]
+            axes = {j: k for k, j in enumerate(ga + gb)}
+            pairs = [(i, j) for i in ga for j in gb]
+            for g, sub in ((a, ga), (b, gb)):  # the pairs inside a group, from its first table
+                if g not in done and len(sub) > 1:
+                    pairs += [(i, j) for k, i in enumerate(sub) for j in sub[k + 1:]]
+                    done.add(g)
+            for i, j in pairs:
+                other = tuple(k for c, k in axes.items() if c not in (i, j))
+                t = joint.sum(axis=other)  # axes in the order of ga + gb
+                if axes[i] > axes[j]:
+                    t = t.T
+                lo, hi = (i, j) if i < j else (j, i)
+                self.layout.table(out, lo, hi)[...] += t if i < j else t.T
+        return out
+
+
 @dataclass
 class CohortStatistics:
     """Exact statistics of one cohort (private: the estimator only adds noise to them).
@@ -141,9 +248,12 @@ class StatisticsBuilder:
         The public cells of every column.
     exact_values : bool
         Also keep the exact empirical CDF of numeric / datetime columns (non-private mode).
+    rows : int or None
+        About how many rows will be added (how the pair tables are best counted; None: few).
     """
 
-    def __init__(self, cells: tuple[NPGCColumnCells, ...], exact_values: bool = False) -> None:
+    def __init__(self, cells: tuple[NPGCColumnCells, ...], exact_values: bool = False,
+                 rows: int | None = None) -> None:
         self.cells = cells
         self.exact_values = exact_values
         sizes = np.array([g.n_cells for g in cells], dtype=np.int64)
@@ -153,7 +263,7 @@ class StatisticsBuilder:
         d = len(cells)
         self.n = 0
         self.counts = np.zeros(int(self.offsets[-1]), dtype=np.int64)
-        self.tables = np.zeros(self.layout.size, dtype=np.int64)
+        self.pairs = PairCounter(self.layout, _group_cap(self.layout, rows or 0))
         self.ecdf = [None] * d if exact_values else None
         self.clipped = ClipTally()
 
@@ -166,7 +276,10 @@ class StatisticsBuilder:
         for j, g in enumerate(self.cells):
             col = columns[g.spec.name]
             if isinstance(col, np.ndarray):  # category codes, -1 missing
-                codes[j] = np.where(col < 0, g.missing_cell if g.missing_cell is not None else -1, col)
+                codes[j] = col
+                if g.missing_cell is not None:
+                    row = codes[j]
+                    row[row < 0] = g.missing_cell
                 continue
             codes[j] = g.encode(col)
             if self.exact_values and g.spec.kind not in ("categorical", "boolean"):
@@ -176,17 +289,33 @@ class StatisticsBuilder:
     def add_codes(self, codes: np.ndarray) -> None:
         """Fold in the cell codes (d, rows) of one chunk."""
         self.n += codes.shape[1]
-        self.counts += np.bincount((codes + self.offsets[:-1, None]).ravel(), minlength=len(self.counts))
+        for j, (lo, hi) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):  # no offset copy of the codes
+            self.counts[lo:hi] += np.bincount(codes[j], minlength=hi - lo)
         if len(codes) > 1:
-            dep = np.empty_like(codes)
-            for j, m in enumerate(self.maps):
-                dep[j] = m[codes[j]]
-            for start in range(0, dep.shape[1], PAIR_ROWS):  # keys of a few thousand rows stay in cache
-                self.layout.add(self.tables, dep[:, start:start + PAIR_ROWS])
+            merged = [j for j, m in enumerate(self.maps) if len(m) > m[-1] + 1]  # the other maps are identities
+            dep = codes.copy() if merged else codes
+            for j in merged:
+                dep[j] = self.maps[j][codes[j]]
+            self.pairs.add(dep)
 
     def result(self) -> CohortStatistics:
         """The statistics so far."""
-        return CohortStatistics(self.n, self.counts, self.tables, self.ecdf, self.clipped)
+        return CohortStatistics(self.n, self.counts, self.pairs.result(), self.ecdf, self.clipped)
+
+
+def _group_cap(layout: PairLayout, rows: int) -> int:
+    """Most joint cells of a group of columns (:class:`PairCounter`) for about ``rows`` rows.
+
+    A group pair's table of ``cap^2`` cells pays for itself when there are
+    several times as many rows; its tables together take at most the memory
+    of one chunk or of the pair tables themselves.
+    """
+    cap = GROUP_CELLS
+    while cap * cap * 4 > rows:
+        cap //= 2
+    while cap > 1 and PairCounter.cells(layout.sizes, cap) > max(CHUNK_CELLS, layout.size):
+        cap //= 2
+    return cap
 
 
 def _column_ecdf(col: pd.Series, kind: str):
@@ -210,7 +339,7 @@ def frame_statistics(X: pd.DataFrame, cells: tuple[NPGCColumnCells, ...], *, sch
     input), otherwise it must already be schema-normalised. The values it
     clips are tallied (:attr:`CohortStatistics.clipped`), never shown.
     """
-    builder = StatisticsBuilder(cells, exact_values)
+    builder = StatisticsBuilder(cells, exact_values, rows=len(X))
     rows = chunk_rows(X.shape[1])
     for start in range(0, max(len(X), 1), rows):
         chunk = X if len(X) <= rows else X.iloc[start:start + rows]
