@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,7 +209,7 @@ def require_label(check: Any, label: Any, values: Iterable[Any], *, role: str, c
             f"its values: {values[:40]}.")
 
 
-class BaseCheck(BaseEstimator):
+class BaseCheck(BaseEstimator, ABC):
     """Base of the PEARL checks.
 
     A check is a small estimator: its thresholds are parameters (``get_params``,
@@ -247,8 +248,9 @@ class BaseCheck(BaseEstimator):
     def check_inputs(self, holdout: pd.DataFrame, schema: Any = None) -> None:
         """Reject columns or labels that are not in the data (before any work); no-op by default."""
 
-    def _evaluate(self, data: AuditData) -> CheckResult:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _evaluate(self, data: AuditData) -> CheckResult:
+        """The check's measurement and verdict on ``data``."""
 
     def _id_col(self) -> str | None:
         return getattr(self, "id_col", None)
