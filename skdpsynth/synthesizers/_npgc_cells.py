@@ -59,10 +59,30 @@ class NPGCColumnCells(ColumnGrid):
         """Cell index of every (non-missing) number."""
         if self.integer_values is not None:
             return np.rint(x).astype(np.int64) - int(self.integer_values[0])
-        c = np.searchsorted(self.edges[1:-1], x, side="right")
-        if self.bound_cells:
-            c = np.where(x <= self.edges[0], -1, np.where(x >= self.edges[-1], len(self.edges) - 1, c)) + 1
-        return c.astype(np.int64, copy=False)
+        c = self._bins(x)
+        if self.bound_cells:  # the point cells at the bounds first and last
+            c += 1
+            c[x <= self.edges[0]] = 0
+            c[x >= self.edges[-1]] = len(self.edges)
+        return c
+
+    @cached_property
+    def _bin_bounds(self) -> np.ndarray:
+        """Lower bound of every bin for :meth:`_bins`, the first -inf, then +inf."""
+        return np.concatenate([[-np.inf], self.edges[1:-1], [np.inf]])
+
+    def _bins(self, x: np.ndarray) -> np.ndarray:
+        """``np.searchsorted(edges[1:-1], x, side="right")``, faster: the bin of equal-width edges, checked
+        against the edges themselves (the few values a rounding put in a neighbour are searched)."""
+        n = len(self.edges) - 1
+        guess = (x - self.edges[0]) * (n / (self.edges[-1] - self.edges[0]))
+        np.clip(guess, 0, n - 1, out=guess)
+        c = guess.astype(np.int64)
+        bounds = self._bin_bounds
+        wrong = np.flatnonzero((bounds[c] > x) | (bounds[1:][c] <= x))
+        if wrong.size:
+            c[wrong] = np.searchsorted(self.edges[1:-1], x[wrong], side="right")
+        return c
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator, within: np.ndarray | None = None) -> pd.Series:
         """Values for cell indices (see :meth:`ColumnGrid.decode`); point cells give the bound itself."""

@@ -148,22 +148,23 @@ class PairCounter:
         joint = [int(np.prod([sizes[j] for j in g])) for g in column_groups(sizes, cap)]
         return sum(a * b for i, a in enumerate(joint) for b in joint[i + 1:])
 
-    def add(self, dep: np.ndarray) -> None:
-        """Add the pair tables of one chunk of dependence-cell codes (d, rows)."""
+    def add(self, dep: np.ndarray | list[np.ndarray]) -> None:
+        """Add the pair tables of one chunk of dependence-cell codes: an array (d, rows), or its d rows."""
         if self.groups is None:
+            dep = np.asarray(dep)
             for start in range(0, dep.shape[1], PAIR_ROWS):  # keys of a few thousand rows stay in cache
                 self.layout.add(self.flat, dep[:, start:start + PAIR_ROWS])
             return
-        for start in range(0, dep.shape[1], GROUP_ROWS):
-            block = dep[:, start:start + GROUP_ROWS]
+        for start in range(0, len(dep[0]), GROUP_ROWS):
+            block = [row[start:start + GROUP_ROWS] for row in dep]
             codes = [self._joint_codes(block, g) for g in self.groups]
-            key = np.empty(block.shape[1], dtype=np.int64)
+            key = np.empty(len(block[0]), dtype=np.int64)
             for (a, b), table in self.joint_tables.items():
                 np.multiply(codes[a], self.joint[b], out=key)
                 key += codes[b]
                 table += np.bincount(key, minlength=len(table))
 
-    def _joint_codes(self, block: np.ndarray, group: list[int]) -> np.ndarray:
+    def _joint_codes(self, block: list[np.ndarray], group: list[int]) -> np.ndarray:
         if len(group) == 1:
             return block[group[0]]
         codes = block[group[0]] * self.layout.sizes[group[1]]
@@ -293,7 +294,7 @@ class StatisticsBuilder:
             self.counts[lo:hi] += np.bincount(codes[j], minlength=hi - lo)
         if len(codes) > 1:
             merged = [j for j, m in enumerate(self.maps) if len(m) > m[-1] + 1]  # the other maps are identities
-            dep = codes.copy() if merged else codes
+            dep = list(codes) if merged else codes  # rows: only the merged ones are new arrays
             for j in merged:
                 dep[j] = self.maps[j][codes[j]]
             self.pairs.add(dep)

@@ -114,26 +114,75 @@ def _has_inf(col: pd.Series) -> bool:
 _IDENTITY_SAMPLE = 4096
 
 
-def distinct_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def distinct_objects(values: np.ndarray, codes: bool = True) -> tuple[np.ndarray | None, np.ndarray] | None:
     """``(codes, objects)`` with ``values == objects[codes]``, the objects told apart by identity; None when most
-    values are distinct objects.
+    values are distinct objects. ``codes=False``: the objects only (``codes`` is None).
 
-    Text columns repeat a few string objects (readers and constructors share them), so hashing the references,
+    Text columns repeat a few string objects (readers and constructors share them), so looking up the references,
     machine integers, is several times faster than hashing the values, and one object has one value: whatever is
     decided for ``objects`` holds for every row. Equal values may still be different objects.
     """
     values = np.ascontiguousarray(values, dtype=object)
     refs = np.frombuffer(memoryview(values), dtype=np.intp)  # the objects' addresses; ``values`` keeps them alive
-    head = min(len(refs), _IDENTITY_SAMPLE)
-    if len(pd.unique(refs[:head])) > head // 4:
+    head_codes, known = pd.factorize(refs[:_IDENTITY_SAMPLE])
+    if len(known) > len(head_codes) // 4:
         return None
-    codes, uniq = pd.factorize(refs)  # in order of first appearance
-    # a row holding each object: the rows of the head, and those after it holding an object it does not have
-    in_head = int(codes[:head].max(initial=-1)) + 1
-    rows = np.concatenate([np.arange(head), head + np.flatnonzero(codes[head:] >= in_head)])
-    where = np.empty(len(uniq), dtype=np.intp)
-    where[codes[rows]] = rows
-    return codes, values[where]
+    table = _AddressTable.build(known)
+    if table is None:  # every slot layout tried collides: hash every reference
+        out, uniq = pd.factorize(refs)
+        return (out if codes else None), values[_a_row_of_each(out, len(uniq))]
+    out, new = table.lookup(refs, codes)
+    objects = values[_a_row_of_each(head_codes, len(known))]
+    if new.size:  # objects the head does not hold
+        new_codes, extra = pd.factorize(refs[new])
+        if codes:
+            out[new] = len(known) + new_codes
+        objects = np.concatenate([objects, values[new[_a_row_of_each(new_codes, len(extra))]]])
+    return out, objects
+
+
+def _a_row_of_each(codes: np.ndarray, k: int) -> np.ndarray:
+    """A position of every code ``0 .. k - 1`` in ``codes`` (each occurs; any position will do)."""
+    where = np.zeros(k, dtype=np.intp)
+    where[codes] = np.arange(len(codes))
+    return where
+
+
+class _AddressTable:
+    """A table of a few addresses without collisions: slot = the top bits of ``address * multiplier`` (mod 2**64)."""
+
+    #: odd multipliers tried in turn (Fibonacci hashing, then a few more)
+    MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+                   0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9)
+
+    def __init__(self, refs: np.ndarray, multiplier: int, bits: int) -> None:
+        self.multiplier, self.bits = multiplier, bits
+        slots = _address_slots(refs, multiplier, bits)
+        self.refs = np.zeros(1 << bits, dtype=np.intp)
+        self.codes = np.zeros(1 << bits, dtype=np.intp)
+        self.refs[slots] = refs
+        self.codes[slots] = np.arange(len(refs))
+
+    @classmethod
+    def build(cls, refs: np.ndarray) -> _AddressTable | None:
+        """A table of ``refs`` (distinct), or None when every multiplier tried collides."""
+        bits = min(16, max(8, (2 * len(refs) ** 2).bit_length()))  # about 2 k^2 slots: few collisions
+        for multiplier in cls.MULTIPLIERS:
+            if len(np.unique(_address_slots(refs, multiplier, bits))) == len(refs):
+                return cls(refs, multiplier, bits)
+        return None
+
+    def lookup(self, refs: np.ndarray, codes: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+        """The code of every address (None unless ``codes``), and the positions of those not in the table (their
+        codes are wrong)."""
+        slots = _address_slots(refs, self.multiplier, self.bits)
+        return (self.codes[slots] if codes else None), np.flatnonzero(self.refs[slots] != refs)
+
+
+def _address_slots(refs: np.ndarray, multiplier: int, bits: int) -> np.ndarray:
+    slots = refs.view(np.uint64) * np.uint64(multiplier)  # wraps around: the product mod 2**64
+    slots >>= np.uint64(64 - bits)
+    return slots.view(np.intp)
 
 
 def _distinct_present(col: pd.Series) -> np.ndarray:
@@ -143,6 +192,17 @@ def _distinct_present(col: pd.Series) -> np.ndarray:
     except TypeError:  # unhashable values (lists, dicts): reported by the caller
         return col.dropna().to_numpy()
     return uniq[~pd.isna(uniq)]
+
+
+def _present_objects(col: pd.Series) -> np.ndarray | None:
+    """Distinct non-missing values (or objects) of an object column, to tell its type; None for text only."""
+    found = distinct_objects(col.to_numpy(), codes=False)
+    if found is None:
+        if pd.api.types.infer_dtype(col, skipna=True) == "string":
+            return None  # text only: one type scan in C, no hashing
+        return _distinct_present(col)
+    objects = found[1][~pd.isna(found[1])]
+    return None if all(isinstance(v, str) for v in objects) else objects
 
 
 def _check_columns(frame: pd.DataFrame) -> None:
@@ -155,9 +215,9 @@ def _check_columns(frame: pd.DataFrame) -> None:
             if _has_inf(col):
                 problems.append(f"{name!r} contains infinite values (inf); replace them by NaN or finite numbers")
         elif col.dtype == object:
-            if pd.api.types.infer_dtype(col, skipna=True) == "string":
-                continue  # text only: one type scan in C, no hashing
-            values = _distinct_present(col)  # kinds of the distinct values (equal values share a kind)
+            values = _present_objects(col)  # kinds of the distinct values (equal values share a kind)
+            if values is None:
+                continue  # text only
             kinds = {_value_kind(v) for v in values}
             if "other" in kinds:
                 bad = next(v for v in col.dropna().to_numpy() if _value_kind(v) == "other")
