@@ -17,7 +17,8 @@ only: the before version needs the table in memory), and the fit on the UCI
 dropout and Adult training splits against the ``npgc`` 0.3.0 reference.
 
 Run: ``python benchmarks/npgc_scaling.py`` (about 30 min on 2 shared cores;
-``--quick``: n up to 1e5, d = 15 only). Results: ``results/npgc_scaling.{json,md}``.
+``--quick``: n up to 1e5, d = 15 only; ``--adult-only``: the Adult-like rows only, to
+``results/npgc_scaling_adult.{json,md}``). Results: ``results/npgc_scaling.{json,md}``.
 """
 
 from __future__ import annotations
@@ -197,6 +198,8 @@ def main() -> None:
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--before", default=DEFAULT_BEFORE, help="git revision of the 'before' package")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--adult-only", action="store_true",
+                        help="the Adult-like rows only (n = 1e4, 1e5, 1e6), to results/npgc_scaling_adult.{json,md}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--report-only", action="store_true", help="re-render the markdown from the saved JSON")
     parser.add_argument("--skip-before-above", type=float, default=6e7,
@@ -208,12 +211,12 @@ def main() -> None:
     if args.report_only:
         from _common import RESULTS
 
-        saved = json.loads((RESULTS / ("npgc_scaling_quick.json" if args.quick else "npgc_scaling.json")).read_text())
+        saved = json.loads((RESULTS / f"{_results_name(args)}.json").read_text())
         args.before = saved["before"]
         _report(saved["rows"], saved["reference"], args)
         return
     rows_n = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
-    widths = [15] if args.quick else [15, 50, 100]
+    widths = [] if args.adult_only else [15] if args.quick else [15, 50, 100]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         before = _extract(args.before, Path(tmp))
@@ -221,7 +224,7 @@ def main() -> None:
         # the headline: Adult-like rows
         for n in rows_n:
             for version, root in versions.items():
-                rep = 1 if n >= 1_000_000 else args.repeats
+                rep = 1 if n >= 1_000_000 and not args.adult_only else args.repeats
                 rows.append(run_task({"table": "adult", "n": n, "d": 15, "epsilon": 1.0, "repeats": rep,
                                       "version": version}, root))
         for d in widths:
@@ -235,10 +238,11 @@ def main() -> None:
                     rows.append(run_task({"table": "synthetic", "n": n, "d": d, "epsilon": 1.0, "repeats": rep,
                                           "version": version}, root))
         n_stream = 1_000_000 if args.quick else 10_000_000
-        rows.append(run_task({"table": "stream", "n": n_stream, "d": 15, "chunk_rows": 100_000, "epsilon": 1.0,
-                              "repeats": 1, "version": "after"}, ROOT))
+        if not args.adult_only:
+            rows.append(run_task({"table": "stream", "n": n_stream, "d": 15, "chunk_rows": 100_000, "epsilon": 1.0,
+                                  "repeats": 1, "version": "after"}, ROOT))
         reference = []
-        for table in ("uci_dropout", "adult"):
+        for table in () if args.adult_only else ("uci_dropout", "adult"):
             for eps in (1.0, None):
                 for version, root in versions.items():
                     reference.append(run_task({"table": f"{table} (70 % split)", "split": table, "epsilon": eps,
@@ -272,10 +276,11 @@ def _report(rows: list[dict], reference: list[dict], args) -> None:
         "# NPGC fit scaling, before and after (one run)",
         "",
         f"Machine: {machine()}; shared with other jobs, BLAS at one thread; each measurement in a fresh process. "
-        f"Before = `{args.before}`, after = the working tree. Fit time: best of {args.repeats} (one run at 1e6 "
-        "rows, and at 1e5 rows x 100 columns); peak MiB: the RSS increase during `fit` over the process holding "
-        "the table, sampled every 5 ms (a lower bound: a fit that reuses memory freed while the table was built "
-        "shows almost none). epsilon = 1, delta = 1e-6, public schema. Before is not run where n x d exceeds "
+        f"Before = `{args.before}`, after = the working tree. Fit time: best of {args.repeats}"
+        f"{'' if args.adult_only else ' (one run at 1e6 rows, and at 1e5 rows x 100 columns)'}; "
+        "peak MiB: the RSS increase during `fit` over the process holding the table, sampled every 5 ms (a lower "
+        "bound: a fit that reuses memory freed while the table was built shows almost none). epsilon = 1, "
+        "delta = 1e-6, public schema. Before is not run where n x d exceeds "
         f"{args.skip_before_above:.0e} (its n x d key matrices would take several GiB).",
         "",
         "## Fit time and peak memory",
@@ -290,11 +295,16 @@ def _report(rows: list[dict], reference: list[dict], args) -> None:
         "",
         "## Against the npgc 0.3.0 reference (training splits of the benchmark tables)",
         "",
-        markdown_table(ref_rows),
+        markdown_table(ref_rows) if ref_rows else "not run",
     ]
-    write_results("npgc_scaling_quick" if args.quick else "npgc_scaling",
-                  {"rows": rows, "reference": reference, "before": args.before}, "\n".join(md))
+    if args.adult_only:
+        md = md[:7]
+    write_results(_results_name(args), {"rows": rows, "reference": reference, "before": args.before}, "\n".join(md))
     print("\n".join(md))
+
+
+def _results_name(args) -> str:
+    return "npgc_scaling_adult" if args.adult_only else "npgc_scaling_quick" if args.quick else "npgc_scaling"
 
 
 if __name__ == "__main__":
