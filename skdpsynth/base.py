@@ -339,6 +339,9 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         Number of columns (including a joined ``y``).
     dtypes_ : dict of str to str
         Release dtypes, decided by the schema (:func:`release_dtype`).
+    clip_counts_ : dict of str to float
+        Set when a fixed schema's bounded columns were counted (:meth:`_count_clipped`): the latest cohort's noisy
+        count of the values clipped to the public bounds, per column (released under DP; never the exact count).
     """
 
     _parameter_constraints: dict = {

@@ -89,6 +89,9 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
         Public length bins and noisy per-label counts.
     learner_schema_ : TableSchema or None
         Domain of the label and static columns.
+    clip_counts_ : dict of str to float
+        Set when a fixed schema bounds static columns: the latest cohort's noisy count of the values clipped
+        to those bounds, per column (never the exact count).
     n_estimate_ : int
         DP estimate of the number of learners in the latest cohort (the noisy
         totals of its group and length histograms, weighed by their noise;
