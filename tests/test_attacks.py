@@ -128,7 +128,8 @@ def test_clipping_is_counted_through_a_mechanism_not_printed():
     X2 = X.copy()
     X2.loc[:299, "grade"] = 99
     est, text = _fit_warnings(X2, epsilon=10.0)
-    assert "'grade' (about" in text and "300 rows" not in text
+    # the noisy count is shown (it rounds to the exact 300 in about 5 % of fits: Laplace scale 10)
+    assert f"'grade' (about {est.clip_counts_['grade']:.0f} rows)" in text
     assert abs(est.clip_counts_["grade"] - 300) < 100  # Laplace scale 10 at 1 % of epsilon 10: P(miss) < 1e-4
     # without privacy the exact columns are named, as TableSchema.validate does
     _, text = _fit_warnings(X1, epsilon=None)

@@ -162,9 +162,9 @@ def test_clipping_counted_over_all_chunks_and_warned_once_without_exact_counts()
         warnings.simplefilter("always")
         est = NPGCSynthesizer(epsilon=10.0, schema=SCHEMA, random_state=0).fit(chunks_of(X, 100))
     clipped = [w for w in caught if "clipped" in str(w.message)]
-    assert len(clipped) == 1 and "'score' (about" in str(clipped[0].message)
-    assert "300 rows" not in str(clipped[0].message)
     (clip,) = [r for r in est.budget_log_ if "clipped to the public bounds" in r.target]
+    # the message shows the noisy count (which rounds to the exact 300 in about 7 % of fits: sigma 5.7)
+    assert len(clipped) == 1 and f"'score' (about {est.clip_counts_['score']:.0f} rows)" in str(clipped[0].message)
     assert abs(est.clip_counts_["score"] - 300) < 8 * clip.noise_scale  # the tally of all nine chunks, noised
 
 
