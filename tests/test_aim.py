@@ -223,10 +223,13 @@ def test_binned_columns_keep_point_masses_and_integer_values():
     schema = TableSchema.from_dict({"gain": {"kind": "integer", "lower": 0, "upper": 99999, "nullable": False},
                                     "age": {"kind": "integer", "lower": 17, "upper": 100, "nullable": False},
                                     "y": {"kind": "categorical", "categories": ["hi", "lo"], "nullable": False}})
+    zeros = (X["gain"] == 0).mean()  # 0.809
     for cls in (AIMSynthesizer, MSTSynthesizer):
         est = cls(epsilon=1.0, schema=schema, random_state=0).fit(X)
         out = est.sample(n, random_state=0)
-        assert abs((out["gain"] == 0).mean() - 0.8) < 0.05, cls
+        # the zero point mass kept: 0.77-0.85 over 80 fits of each (sd about 0.015); a bin decoded uniformly
+        # would put almost none exactly at 0
+        assert abs((out["gain"] == 0).mean() - zeros) < 0.08, cls
         assert out["age"].between(17, 100).all() and (out["age"] % 1 == 0).all()
         ages = out["age"].value_counts(normalize=True)
         assert ages.index.nunique() > 40  # values, not 32 bin midpoints
