@@ -41,7 +41,13 @@ from skdpsynth.exceptions import (
     SchemaError,
 )
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, PrivacySpent, check_budget, compose
-from skdpsynth.privacy._clipping import CLIP_COUNT_SHARE, ClipTally, release_clip_counts, warn_clipped_exactly
+from skdpsynth.privacy._clipping import (
+    CLIP_COUNT_SHARE,
+    ClipTally,
+    clip_cost,
+    release_clip_counts,
+    warn_clipped_exactly,
+)
 from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schema
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.schema import TableSchema, infer_schema, resolve_schema
@@ -416,10 +422,7 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         if self.epsilon is None:
             warn_clipped_exactly(clipped, stacklevel=6)
             return
-        if self._zcdp_model and ctx.accountant.delta_zcdp > 0:
-            cost = {"rho": CLIP_COUNT_SHARE * ctx.accountant.remaining_rho()}
-        else:
-            cost = {"epsilon": self._domain_budget(True)[0]}
+        cost = clip_cost(ctx.accountant, zcdp=self._zcdp_model and ctx.accountant.delta_zcdp > 0)
         self.clip_counts_ = release_clip_counts(clipped, noise=ctx.noise, accountant=ctx.accountant,
                                                 label=type(self).__name__, stacklevel=6, **cost)
 

@@ -408,16 +408,16 @@ class TableSchema:
         if clipped is not None:
             clipped.update(masks)
             return out
-        clipped = [name for name, mask in masks.items() if mask.any()]
-        if clipped:
-            # the columns only: how many values were clipped is private
-            warnings.warn(
-                "values outside the public bounds were clipped to them in columns "
-                + ", ".join(repr(k) for k in clipped),
-                UserWarning,
-                stacklevel=stacklevel,
-            )
+        warn_clipped_columns([name for name, mask in masks.items() if mask.any()], stacklevel=stacklevel)
         return out
+
+
+def warn_clipped_columns(names: list[str], stacklevel: int = 2) -> None:
+    """The data holder's warning (not a fit's): the columns whose values were clipped to the public bounds, by
+    name only -- how many is private."""
+    if names:
+        warnings.warn("values outside the public bounds were clipped to them in columns "
+                      + ", ".join(repr(n) for n in names), UserWarning, stacklevel=stacklevel + 1)
 
 
 _KEYS = ("name", "kind", "lower", "upper", "categories", "nullable", "fill")

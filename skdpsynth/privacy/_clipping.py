@@ -24,8 +24,9 @@ import numpy as np
 from skdpsynth.privacy._accounting import BudgetAccountant
 from skdpsynth.privacy._mechanisms import gaussian_mechanism, laplace_mechanism
 from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.schema import warn_clipped_columns
 
-__all__ = ["CLIP_COUNT_SHARE", "ClipTally", "release_clip_counts", "warn_clipped_exactly"]
+__all__ = ["CLIP_COUNT_SHARE", "ClipTally", "clip_cost", "release_clip_counts", "warn_clipped_exactly"]
 
 #: share of a cohort's budget (its epsilon, or its rho for a model charged in zCDP) that counts the values a fixed
 #: public schema clipped
@@ -62,6 +63,14 @@ class ClipTally(dict):
         for name, value in other.items():
             out[name] = out.get(name, 0.0) + value
         return out
+
+
+def clip_cost(accountant: BudgetAccountant, zcdp: bool) -> dict[str, float]:
+    """The count's cost (before anything else is charged): ``CLIP_COUNT_SHARE`` of the cohort's rho for a model
+    charged in zCDP (keyword ``rho``), else of its epsilon (keyword ``epsilon``), for :func:`release_clip_counts`."""
+    if zcdp:
+        return {"rho": CLIP_COUNT_SHARE * accountant.remaining_rho()}
+    return {"epsilon": CLIP_COUNT_SHARE * accountant.epsilon}
 
 
 def release_clip_counts(tally: Mapping[str, float], *, noise: NoiseSource, accountant: BudgetAccountant,
@@ -101,12 +110,12 @@ def release_clip_counts(tally: Mapping[str, float], *, noise: NoiseSource, accou
     values = [tally[n] for n in names]
     if rho is None:
         noisy = laplace_mechanism(values, sensitivity=1.0, epsilon=epsilon, **kw)
-        scale = accountant.records[-1].noise_scale
-        threshold = scale * math.log(_FALSE_ALARM * len(names) / 2)
+        tail = math.log(_FALSE_ALARM * len(names) / 2)
     else:
         noisy = gaussian_mechanism(values, l2_sensitivity=1.0, rho=rho, **kw)
-        scale = accountant.records[-1].noise_scale
-        threshold = scale * math.sqrt(2 * math.log(_FALSE_ALARM * len(names)))
+        tail = math.sqrt(2 * math.log(_FALSE_ALARM * len(names)))
+    scale = accountant.records[-1].noise_scale
+    threshold = scale * tail
     loud = [(n, v) for n, v in zip(names, noisy, strict=True) if v > threshold]
     if loud:
         shown = ", ".join(f"{n!r} (about {max(v, 0):.0f} rows)" for n, v in loud)
@@ -119,7 +128,4 @@ def release_clip_counts(tally: Mapping[str, float], *, noise: NoiseSource, accou
 
 def warn_clipped_exactly(tally: Mapping[str, float], stacklevel: int = 2) -> None:
     """A non-private fit (``epsilon=None``) names the clipped columns exactly, as :meth:`TableSchema.validate` does."""
-    clipped = [name for name, value in tally.items() if value > 0]
-    if clipped:
-        warnings.warn("values outside the public bounds were clipped to them in columns "
-                      + ", ".join(repr(n) for n in clipped), UserWarning, stacklevel=stacklevel)
+    warn_clipped_columns([name for name, value in tally.items() if value > 0], stacklevel=stacklevel + 1)

@@ -30,7 +30,7 @@ from skdpsynth._release import restore_dtypes
 from skdpsynth.base import BaseSynthesizer, BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.privacy import BudgetRecord, normalise_counts
-from skdpsynth.privacy._clipping import CLIP_COUNT_SHARE, ClipTally, release_clip_counts, warn_clipped_exactly
+from skdpsynth.privacy._clipping import ClipTally, clip_cost, release_clip_counts, warn_clipped_exactly
 from skdpsynth.privacy._domain import drop_unreleased_categories
 from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism
 from skdpsynth.schema import TableSchema, resolve_schema
@@ -259,10 +259,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
             return
         if not masks:
             return
-        if self.mechanism == "gaussian":  # the whole fit stays Gaussian
-            cost = {"rho": CLIP_COUNT_SHARE * ctx.accountant.remaining_rho()}
-        else:
-            cost = {"epsilon": CLIP_COUNT_SHARE * self.epsilon}
+        cost = clip_cost(ctx.accountant, zcdp=self.mechanism == "gaussian")  # the whole fit stays Gaussian
         probe = copy.deepcopy(ctx.accountant)  # the plan after the count, before anything is spent
         probe.spend(BudgetRecord("planned", "values clipped to the public bounds",
                                  "zcdp" if "rho" in cost else "pure", **cost))
