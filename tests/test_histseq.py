@@ -28,8 +28,9 @@ def _kw(clicks, **extra):
 def test_budget_and_checks(clicks):
     est = DPHistSeqSynthesizer(**_kw(clicks, epsilon=1.0))
     checks = ["determinism", "noise_unrecoverable", "budget", "no_training_rows", "pickle_roundtrip", "clone"]
-    small = clicks.frame[clicks.frame.learner_id < 600]  # both labels well above the DP release threshold
-    assert set(check_synthesizer(est, small, checks=checks).values()) == {"passed"}
+    # all 1,200 learners: the label categories are estimated under DP, and the checks that refit on part of 600
+    # learners left about 300 against a release threshold of about 246 (refused in a clean-clone CI run)
+    assert set(check_synthesizer(est, clicks.frame, checks=checks).values()) == {"passed"}
     fitted = clone(est).fit(clicks.frame)
     assert fitted.privacy_spent_.epsilon <= 1.0 + 1e-9
     model = [r for r in fitted.budget_log_ if "event frequencies" in r.target]
