@@ -46,7 +46,8 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
     the correlation of a Gaussian copula estimated from rank statistics
     (Kendall's tau, or clipped normal scores of chosen pairs on wider tables),
     plus, for wider tables with categorical columns, the two-way tables of a
-    forest of categorical pairs the copula cannot express. Sampling inverts
+    forest of discrete pairs (categorical columns, and under DP integer
+    columns with one cell per value) the copula cannot express. Sampling inverts
     each column's CDF at correlated normals; missing values occupy the top
     slice of each column's unit interval, so missingness keeps its relations
     with the other columns (papers/npgc-en.md). The fit reads the data once,
@@ -113,7 +114,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
     correlation_ : ndarray of shape (n_columns, n_columns)
         Latent Gaussian correlation (positive definite).
     table_edges_ : list of (int, int)
-        ``(parent, child)`` column indices of the categorical pairs whose
+        ``(parent, child)`` column indices of the discrete pairs whose
         two-way tables were released (chosen on the first cohort), in sampling order.
     table_counts_ : list of ndarray of int64
         Their released tables (parent cells x child cells), noisy, summed over cohorts.
@@ -164,7 +165,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
       :func:`~._npgc_scores.adaptive_scores`. When even that would be noise
       (a few hundred people for dozens of columns), ``rho_c`` measures the
       marginals a second time instead and the two are averaged by precision;
-    * with candidate categorical pairs (tables over 5 columns), a third of
+    * with candidate discrete pairs (tables over 5 columns), a third of
       ``rho_c`` releases two-way tables of a forest of them (up to 8, chosen
       by the exponential mechanism, utility the L1 distance from the fitted
       copula's table, sensitivity 1; then one discrete Gaussian mechanism, L2
@@ -276,7 +277,8 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
             edges, tables = release_tables(stats.tables, PairLayout([len(p) for p in dep]), self._candidates, dep,
                                            corr, n_hat, _share(costs[1], TABLE_SHARE) if private else None,
                                            noise=ctx.noise, accountant=ctx.accountant,
-                                           edges=None if ctx.first else self.table_edges_)
+                                           edges=None if ctx.first else self.table_edges_,
+                                           ordered=self._ordered)
             if ctx.first:
                 self.table_edges_ = edges
         if tables:
@@ -309,9 +311,13 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         maps = [dependence_map(g) for g in self.cells_]
         sizes = np.array([int(m.max()) + 1 for m in maps])
         merged = np.array([len(m) != s for m, s in zip(maps, sizes)])
-        kinds = [g.spec.kind for g in self.cells_]
-        self._candidates = (candidate_pairs(kinds, sizes, merged) if len(kinds) > SMALL_TABLE
-                            else np.zeros(len(kinds) * (len(kinds) - 1) // 2, dtype=bool))
+        d = len(self.cells_)
+        # integer columns with one cell per value join the tables' candidates under DP; without privacy
+        # they are sampled from their exact empirical support instead of their cells
+        self._ordered = np.array([g.integer_values is not None and self.epsilon is not None for g in self.cells_])
+        discrete = [g.spec.kind in ("categorical", "boolean") or o for g, o in zip(self.cells_, self._ordered)]
+        self._candidates = (candidate_pairs(discrete, sizes, merged) if d > SMALL_TABLE
+                            else np.zeros(d * (d - 1) // 2, dtype=bool))
         self.table_edges_, self.table_counts_ = [], []
         self.cell_counts_ = [np.zeros(g.n_cells, dtype=np.int64) for g in self.cells_]
         self._ecdf = [None if g.spec.kind in ("categorical", "boolean") else {} for g in self.cells_]

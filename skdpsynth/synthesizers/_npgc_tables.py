@@ -4,7 +4,8 @@ A Gaussian copula orders every column, so the association of two nominal
 columns (a module and its students' gender, a course and its dropout rate) is
 forced through a monotone one-parameter link. For tables with more than
 ``SMALL_TABLE`` columns and at least two categorical columns NPGC measures the
-two-way tables of a forest of categorical pairs, chosen where the fitted copula
+two-way tables of a forest of discrete pairs (categorical columns, and integer
+columns with one cell per value), chosen where the fitted copula
 is furthest from the data, and samples each child column from its noisy
 conditional table given its parent's sampled cell (:class:`TableForest`); the
 copula still carries the child's dependence on every other column through the
@@ -41,16 +42,19 @@ MAX_TABLE_CELLS = 400
 _RAKING = 20
 
 
-def candidate_pairs(kinds: list[str], sizes: np.ndarray, merged: np.ndarray) -> np.ndarray:
-    """Pairs (``np.triu_indices`` order) of two categorical / boolean columns whose table is small; a mask.
+def candidate_pairs(discrete: np.ndarray, sizes: np.ndarray, merged: np.ndarray) -> np.ndarray:
+    """Pairs (``np.triu_indices`` order) of two discrete columns whose table is small; a mask.
 
-    ``merged`` marks columns whose dependence cells merge some of their cells
-    (their table would not be the columns' own).
+    ``discrete`` marks categorical / boolean columns and integer columns with
+    one cell per value (a coded level such as Adult's ``education-num``, whose
+    bijection with ``education`` no copula order can express); ``merged``
+    marks columns whose dependence cells merge some of their cells (their
+    table would not be the columns' own). Both are public (from the schema).
     """
-    d = len(kinds)
+    d = len(discrete)
     iu, ju = np.triu_indices(d, 1)
-    cat = np.array([k in ("categorical", "boolean") for k in kinds]) & ~np.asarray(merged, dtype=bool)
-    return cat[iu] & cat[ju] & (sizes[iu] * sizes[ju] <= MAX_TABLE_CELLS)
+    ok = np.asarray(discrete, dtype=bool) & ~np.asarray(merged, dtype=bool)
+    return ok[iu] & ok[ju] & (sizes[iu] * sizes[ju] <= MAX_TABLE_CELLS)
 
 
 class TableForest:
@@ -103,8 +107,8 @@ def copula_table(u_i: np.ndarray, u_j: np.ndarray, r: float) -> np.ndarray:
 
 def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarray, probs: list[np.ndarray],
                    corr: np.ndarray, n_hat: float, cost: dict | None, *, noise: NoiseSource,
-                   accountant: BudgetAccountant, edges: list[tuple[int, int]] | None = None
-                   ) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
+                   accountant: BudgetAccountant, edges: list[tuple[int, int]] | None = None,
+                   ordered: np.ndarray | None = None) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
     """Choose a forest of candidate pairs and release their two-way tables; rho-zCDP (or epsilon-DP).
 
     Neighbouring relation: add or remove one person (one row).
@@ -123,7 +127,8 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
     (geometric), at the rest of ``cost``. When ``edges`` are given (a later
     cohort), nothing is chosen and all of ``cost`` measures their tables.
     ``cost=None``: the non-private mode (exact tables, the largest distances
-    chosen; recorded as non-private).
+    chosen; recorded as non-private). ``ordered`` (public) marks the integer
+    columns, preferred as the roots of the forest (:func:`_orient`).
 
     Returns
     -------
@@ -147,7 +152,8 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
         measure = total * (1.0 - TABLE_SELECTION)
         chosen = _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, total * TABLE_SELECTION / k, key,
                                 noise, accountant)
-        edges = _orient([(int(iu[p]), int(ju[p])) for p in chosen], probs)
+        edges = _orient([(int(iu[p]), int(ju[p])) for p in chosen], probs,
+                       np.zeros(d, bool) if ordered is None else ordered)
     exact = []
     for parent, child in edges:
         lo, hi = min(parent, child), max(parent, child)
@@ -210,15 +216,19 @@ def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, 
     return chosen
 
 
-def _orient(pairs: list[tuple[int, int]], probs: list[np.ndarray]) -> list[tuple[int, int]]:
-    """Orient a forest: in each tree the column with the most cells is the root; parents before children."""
+def _orient(pairs: list[tuple[int, int]], probs: list[np.ndarray], ordered: np.ndarray) -> list[tuple[int, int]]:
+    """Orient a forest, parents before children. In each tree the root is an ordered (integer) column if it
+    has one, else the column with the most cells: a child keeps only the part of its copula dependence that
+    its parent does not explain, and the copula expresses an ordered column's dependence on the other
+    columns (an education level's on income) far better than a nominal one's, so the ordered column
+    should keep all of it (Adult's ``education`` is then drawn from ``education-num``, not the reverse)."""
     neighbours: dict[int, list[int]] = {}
     for i, j in pairs:
         neighbours.setdefault(i, []).append(j)
         neighbours.setdefault(j, []).append(i)
     seen: set[int] = set()
     out = []
-    for start in sorted(neighbours, key=lambda c: (-len(probs[c]), c)):
+    for start in sorted(neighbours, key=lambda c: (not ordered[c], -len(probs[c]), c)):
         if start in seen:
             continue
         seen.add(start)
