@@ -160,7 +160,7 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
         t = layout.table(tables, lo, hi)
         exact.append(t if parent == lo else t.T)
     flat = np.concatenate([t.ravel() for t in exact])
-    target = f"two-way tables of {len(edges)} categorical column pairs ({flat.size} cells)"
+    target = f"two-way tables of {len(edges)} discrete column pairs ({flat.size} cells)"
     if key is None:
         accountant.declare_nonprivate(target + " (exact)")
         return edges, [t.copy() for t in exact]
@@ -200,7 +200,7 @@ def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, 
         if not open_.any():
             break
         options = np.flatnonzero(open_)
-        target = (f"choice of a categorical column pair for a two-way table ({step + 1} of {k}, "
+        target = (f"choice of a discrete column pair for a two-way table ({step + 1} of {k}, "
                   f"{len(options)} candidates)")
         if key is None:  # non-private: the largest distance
             pick = int(np.argmax(utility[options]))
