@@ -27,7 +27,13 @@ from skdpsynth.synthesizers._npgc_dependence import (
     release_correlation,
 )
 from skdpsynth.synthesizers._npgc_input import NPGCInput
-from skdpsynth.synthesizers._npgc_marginals import marginals_again, noisy_marginals, probabilities
+from skdpsynth.synthesizers._npgc_marginals import (
+    RARE_Z,
+    marginals_again,
+    noisy_marginals,
+    pool_rare_cells,
+    probabilities,
+)
 from skdpsynth.synthesizers._npgc_statistics import CohortStatistics, PairLayout, dependence_map, frame_statistics
 from skdpsynth.synthesizers._npgc_tables import TABLE_SHARE, TableForest, candidate_pairs, release_tables
 
@@ -171,7 +177,9 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
       copula's table, sensitivity 1; then one discrete Gaussian mechanism, L2
       ``sqrt(k)``); proof in :func:`~._npgc_tables.release_tables`.
 
-    *Post-processing*: simplex projection of the counts (total ``n_hat``);
+    *Post-processing*: the rare cells of each categorical column (noisy count
+    below 3 noise sd) pooled and shared evenly, then simplex projection of
+    the counts (total ``n_hat``);
     each statistic to the latent correlation by the copula's own expectation
     (:mod:`._npgc_bridge`); unmeasured pairs by maximum entropy; the tables
     projected and raked to the marginals; sampling.
@@ -257,13 +265,14 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
             self._exact_only = False
             plan, tables_on = self._plan(d, a, costs[1], tables_on)
             if plan is not None and plan.statistic == "none":
-                counts, n_hat = marginals_again(stats, counts, var_cell, cells, offsets, costs[1], ctx)
+                counts, n_hat, var_cell = marginals_again(stats, counts, var_cell, cells, offsets, costs[1], ctx)
+            self._count_variance += var_cell
         else:
             counts, n_hat = stats.counts, float(stats.n)
             ctx.accountant.declare_nonprivate(f"histograms of all {d} columns (exact empirical marginals)")
             self._merge_ecdf(stats.ecdf)
         per_col = [counts[offsets[j]:offsets[j + 1]] for j in range(d)]
-        probs = probabilities(per_col, n_hat if private else None)
+        probs = probabilities(self._pooled(per_col, var_cell) if private else per_col, n_hat if private else None)
         dep = [np.bincount(dependence_map(g), weights=p) for g, p in zip(self.cells_, probs)]  # the tables' cells
         corr, tables = np.eye(d), []
         if plan is not None and plan.statistic != "none":
@@ -326,6 +335,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         self.cell_counts_ = [np.zeros(g.n_cells, dtype=np.int64) for g in self.cells_]
         self._ecdf = [None if g.spec.kind in ("categorical", "boolean") else {} for g in self.cells_]
         self._exact_only = True
+        self._count_variance = 0.0  # noise variance of one cell of the summed released counts
         self.cohort_sizes_ = []
         self._cohort_correlations = []
 
@@ -365,7 +375,8 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         """Recompute the sampling state from the accumulated statistics (post-processing)."""
         total = float(sum(self.cohort_sizes_))
         self.n_estimate_ = max(int(round(total)), 1)
-        probs = probabilities(self.cell_counts_, None if self._exact_only else total)
+        counts = self.cell_counts_ if self._exact_only else self._pooled(self.cell_counts_, self._count_variance)
+        probs = probabilities(counts, None if self._exact_only else total)
         self.support_ = self._exact_support(probs) if self._exact_only else None
         self.probabilities_ = probs
         self._numeric_categories = [self._numeric_lookup(g) for g in self.cells_]
@@ -375,6 +386,12 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         children = [(p, c, cum) for (p, c), cum in zip(forest.edges, forest.conditionals(probs, total))]
         self._copula = GaussianCopula(corr, probs, children)
         self.correlation_ = self._copula.correlation
+
+    def _pooled(self, counts: list[np.ndarray], variance: float) -> list[np.ndarray]:
+        """Released counts with each categorical column's rare cells pooled (post-processing)."""
+        threshold = RARE_Z * np.sqrt(variance)
+        return [pool_rare_cells(c, threshold) if g.spec.kind in ("categorical", "boolean") else c
+                for g, c in zip(self.cells_, counts)]
 
     def _exact_support(self, probs: list[np.ndarray]) -> list[np.ndarray | None]:
         """Non-private mode: the exact ECDF support of numeric columns (their ``probs`` are replaced in place)."""

@@ -11,12 +11,15 @@ from skdpsynth.base import FitContext
 from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, gaussian_sigma, geometric_mechanism
 from skdpsynth.privacy._postprocess import project_to_simplex
 
-__all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities"]
+__all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities", "pool_rare_cells",
+           "RARE_Z"]
 
 logger = logging.getLogger("skdpsynth.synthesizers._npgc")
 
 #: standard deviations below the noisy row count used as the public size ``a`` of the tau query
 N_BOUND_Z = 3.0
+#: noise standard deviations under which the cells of a categorical column are pooled (MST's and AIM's threshold)
+RARE_Z = 3.0
 
 
 def measure_histograms(exact, cells, offsets, cost: dict, ctx: FitContext, again: bool = False):
@@ -58,7 +61,25 @@ def marginals_again(stats, counts, var_cell, cells, offsets, cost, ctx):
     w, w_again = 1.0 / var_cell, 1.0 / var_again
     merged = np.rint((w * counts + w_again * again) / (w + w_again)).astype(np.int64)
     n_hat, _ = size_estimate(merged, cells, offsets, 1.0 / (w + w_again))
-    return merged, n_hat
+    return merged, n_hat, 1.0 / (w + w_again)
+
+
+def pool_rare_cells(counts: np.ndarray, threshold: float) -> np.ndarray:
+    """Noisy counts of a categorical column with its rare cells pooled and shared evenly (post-processing).
+
+    A cell is rare when its noisy count is below ``threshold`` (a few noise
+    standard deviations: its own count is not told apart from zero). With
+    ``k >= 2`` rare cells each gets their mean: the pooled total carries
+    ``sqrt(k)`` times one cell's noise for the people of ``k`` cells, so the
+    rare categories keep their share of the column, spread evenly (MST's and
+    AIM's rare cell), instead of the simplex projection keeping the few whose
+    noise happened to be largest. The sum is unchanged.
+    """
+    out = np.asarray(counts, dtype=float).copy()
+    rare = out < threshold
+    if rare.sum() >= 2:
+        out[rare] = out[rare].mean()
+    return out
 
 
 def probabilities(counts: list[np.ndarray], total: float | None) -> list[np.ndarray]:
