@@ -11,8 +11,8 @@ from skdpsynth.base import FitContext
 from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, gaussian_sigma, geometric_mechanism
 from skdpsynth.privacy._postprocess import project_to_simplex
 
-__all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities", "pool_rare_cells",
-           "RARE_Z"]
+__all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities",
+           "pool_rare_cells", "RARE_Z"]
 
 logger = logging.getLogger("skdpsynth.synthesizers._npgc")
 
