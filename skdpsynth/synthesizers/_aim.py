@@ -94,7 +94,9 @@ class AIMSynthesizer(BaseTabularSynthesizer):
         Most cells in the junction tree's tables (AIM's model-size limit, grown
         in proportion to the budget used).
     max_iters : int, default=150
-        Estimation steps at the end (a tenth of them after each round, warm-started).
+        Estimation steps at the end (a tenth of them for the first, 1-way model and after each
+        round, warm-started): IPF-like steps while they descend, else mirror descent
+        (:func:`._graphical_model.estimate`).
     compress : bool, default=True
         Merge cells with noisy 1-way count below ``3 sigma`` (categories into one
         rare cell, ordered columns into adjacent runs; decoded by their noisy 1-way
@@ -283,7 +285,9 @@ class AIMSynthesizer(BaseTabularSynthesizer):
                 for j, y in enumerate(one_way)]
         self.n_hat_ = float(max(self.n_estimate_, 1))
         jt = build_junction_tree(sizes, [(j,) for j in range(d)])
-        model = estimate(jt, combine(meas), self.n_hat_, iters=self.max_iters)
+        # only the first round's scores read this model; the rounds and the final estimate refine it (warm starts)
+        first_iters = max(self.max_iters // 10, 5) if adaptive else self.max_iters
+        model = estimate(jt, combine(meas), self.n_hat_, iters=first_iters)
         self.selected_ = []
         self.n_rounds_ = 0
         if adaptive:

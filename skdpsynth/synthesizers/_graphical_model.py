@@ -6,10 +6,16 @@ cliques cover the measured ones (:mod:`._junction_tree`), vectorised in numpy.
 Estimation minimises Private-PGM's objective (McKenna, Sheldon & Miklau 2019),
 the inverse-variance weighted squared error between the model's marginals
 and the noisy measurements, ``sum_r ||mu_r - y_r||^2 / (2 var_r)``, over the
-graphical models of that tree, by preconditioned mirror descent: each step
-moves ``theta_r`` by ``-s (mu_r - y_r) w_r / (W_r max(mu_r, 1))`` (an
-IPF-like, scale-free step; ``W_r`` sums the weights of the measurements that
-share ``r``'s home clique) with an Armijo line search on ``s``. Everything
+graphical models of that tree. Each step tries an IPF-like, scale-free
+preconditioned step, ``theta_r -= s (mu_r - y_r) w_r / (W_r max(mu_r, 1))``
+(``W_r`` sums the weights of the measurements that share ``r``'s home clique),
+and keeps it when it lowers the loss by at least 1e-4 of it; otherwise it takes
+a mirror-descent step (Private-PGM's, ``theta_r -= alpha w_r (mu_r - y_r)``,
+Armijo line search on ``alpha``), which always descends, and retries the
+IPF-like step after 1, 2, 4, ... steps. The IPF-like step fits a newly measured
+clique in a few steps but stops descending once overlapping noisy measurements
+disagree: alone it stalled 20-40 % above the optimum (``tests/test_aim.py``),
+and 1.8x above it at the last round of one AIM fit on UCI dropout. Everything
 here reads only noisy measurements: no privacy cost.
 """
 
@@ -26,6 +32,8 @@ from skdpsynth.synthesizers._junction_tree import Clique, JunctionTree
 __all__ = ["Measurement", "MarkovModel", "combine", "estimate"]
 
 _TINY = 1e-300
+_IPF_MIN_STEP = 0.125  # the shortest IPF-like step tried
+_STALL = 1e-4  # relative loss decrease an IPF-like step must reach (else a mirror-descent step is taken)
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,7 @@ class MarkovModel:
         tables = [np.zeros([int(sizes[a]) for a in cl]) for cl in self.tree.cliques]
         for cl, theta in self.potentials.items():
             h = self.homes[cl]
-            tables[h] = tables[h] + theta.reshape(_expand_shape(self.tree.cliques[h], cl, sizes))
+            tables[h] += theta.reshape(_expand_shape_cached(self.tree.cliques[h], cl, sizes))
         return tables
 
     def _calibrate(self) -> list[np.ndarray]:
@@ -124,7 +132,7 @@ class MarkovModel:
             p = tree.parent[i]
             if p >= 0:
                 msg[i] = _logsumexp(up[i], _axes_not_in(tree.cliques[i], tree.separators[i]))
-                up[p] = up[p] + msg[i].reshape(_expand_shape(tree.cliques[p], tree.separators[i], sizes))
+                up[p] = up[p] + msg[i].reshape(_expand_shape_cached(tree.cliques[p], tree.separators[i], sizes))
         out: list[np.ndarray | None] = [None] * len(up)
         for i in tree.order:
             p = tree.parent[i]
@@ -134,7 +142,8 @@ class MarkovModel:
             else:
                 sep = tree.separators[i]
                 above = out[p].sum(axis=_axes_not_in(tree.cliques[p], sep))
-                log_mu = up[i] + (np.log(np.maximum(above, _TINY)) - msg[i]).reshape(_expand_shape(cl, sep, sizes))
+                shape = _expand_shape_cached(cl, sep, sizes)
+                log_mu = up[i] + (np.log(np.maximum(above, _TINY)) - msg[i]).reshape(shape)
             out[i] = np.exp(log_mu)
         return out
 
@@ -247,16 +256,67 @@ def _conditional_draw(table: np.ndarray, codes: np.ndarray, sep: Clique, new: Cl
     return np.column_stack(np.unravel_index(idx, [int(sizes[a]) for a in new]))
 
 
-def _loss_and_marginals(model: MarkovModel, meas: list[Measurement], weights: list[np.ndarray]
-                        ) -> tuple[float, list[np.ndarray]]:
-    mus = [model.project(m.clique) for m in meas]
-    loss = 0.5 * sum(float(np.sum(w * (mu - m.counts) ** 2)) for w, mu, m in zip(weights, mus, meas))
-    return loss, mus
+class _Objective:
+    """``sum_r w_r ||mu_r - y_r||^2 / 2`` over the measurements, on one flat vector of all their cells."""
+
+    def __init__(self, model: MarkovModel, meas: list[Measurement], weights: list[np.ndarray]) -> None:
+        tree = model.tree
+        self.cliques = [m.clique for m in meas]
+        self.homes = [model.homes[cl] for cl in self.cliques]
+        self.axes = [_axes_not_in(tree.cliques[h], cl) for h, cl in zip(self.homes, self.cliques)]
+        self.shapes = [m.counts.shape for m in meas]
+        self.bounds = np.cumsum([0] + [m.counts.size for m in meas])
+        self.y = np.concatenate([np.ravel(m.counts).astype(float) for m in meas])
+        self.w = np.concatenate([np.ravel(w) for w in weights])
+
+    def marginals(self, model: MarkovModel) -> np.ndarray:
+        """The model's counts on every measured cell (flat)."""
+        return np.concatenate([(model.marginals[h].sum(axis=ax) if ax else model.marginals[h]).ravel()
+                               for h, ax in zip(self.homes, self.axes)])
+
+    def loss(self, mu: np.ndarray) -> float:
+        r = mu - self.y
+        return 0.5 * float(np.dot(self.w * r, r))
+
+    def tables(self, flat: np.ndarray) -> dict[Clique, np.ndarray]:
+        """A flat vector cut into one table per measured clique."""
+        b = self.bounds
+        return {cl: flat[b[k]:b[k + 1]].reshape(shape) for k, (cl, shape) in enumerate(zip(self.cliques, self.shapes))}
+
+    def evaluate(self, model: MarkovModel) -> tuple[float, np.ndarray]:
+        mu = self.marginals(model)
+        return self.loss(mu), mu
+
+
+def _moved(model: MarkovModel, delta: dict[Clique, np.ndarray]) -> MarkovModel:
+    return MarkovModel(model.tree, {cl: t + delta[cl] for cl, t in model.potentials.items()}, model.total, model.homes)
+
+
+def _mirror_step(model: MarkovModel, obj: _Objective, mu: np.ndarray, loss: float, alpha: float):
+    """One mirror-descent step ``theta_r -= alpha w_r (mu_r - y_r)`` with an Armijo line search on ``alpha``.
+
+    Private-PGM's step (McKenna et al. 2019, Algorithm 1): with the entropic mirror map, the direction is a descent
+    direction of the loss (its derivative is ``-g^T Cov g <= 0``), so a small enough ``alpha`` always lowers it.
+    Returns (model, loss, marginals, next alpha), or a None model when no step of at least ``1e-6`` times the
+    first one helps.
+    """
+    grad = obj.w * (mu - obj.y)
+    floor = alpha * 1e-6
+    while alpha > floor:
+        trial = _moved(model, obj.tables(-alpha * grad))
+        new_loss, new_mu = obj.evaluate(trial)
+        if loss - new_loss >= 0.5 * alpha * float(np.dot(grad, mu - new_mu)):
+            return trial, new_loss, new_mu, alpha * 1.2
+        alpha *= 0.5
+    return None, loss, mu, alpha
 
 
 def estimate(tree: JunctionTree, measurements: list[Measurement], total: float, *,
              potentials: dict[Clique, np.ndarray] | None = None, iters: int = 100, tol: float = 1e-7) -> MarkovModel:
     """The graphical model on ``tree`` closest to the measurements (weighted least squares).
+
+    Each step: the IPF-like step when it lowers the loss by at least ``1e-4`` of it, else a mirror-descent step
+    (:func:`_mirror_step`; the IPF-like step is retried after 1, 2, 4, ... steps); see the module docstring.
 
     Parameters
     ----------
@@ -269,9 +329,9 @@ def estimate(tree: JunctionTree, measurements: list[Measurement], total: float, 
     potentials : dict, optional
         Warm start (cliques missing from it start at zero).
     iters : int
-        Most line-search steps.
+        Most steps.
     tol : float
-        Stop when a step lowers the loss by less than this fraction.
+        Stop when a mirror-descent step lowers the loss by less than this fraction (or none lowers it).
 
     Returns
     -------
@@ -288,25 +348,29 @@ def estimate(tree: JunctionTree, measurements: list[Measurement], total: float, 
         if cl in theta:
             theta[cl] = t.copy()
     model = MarkovModel(tree, theta, total)
-    homes = [model.homes[m.clique] for m in meas]
+    obj = _Objective(model, meas, weights)
     mean_w = np.array([float(np.mean(w)) for w in weights])
+    homes = obj.homes
     share = [mean_w[k] / sum(mean_w[j] for j in range(len(meas)) if homes[j] == homes[k]) for k in range(len(meas))]
-    loss, mus = _loss_and_marginals(model, meas, weights)
-    step = 1.0
-    for _ in range(iters):
-        direction = {m.clique: -share[k] * (w / mean_w[k]) * (mu - m.counts) / np.maximum(mu, 1.0)
-                     for k, (m, mu, w) in enumerate(zip(meas, mus, weights))}
-        while True:
-            trial = MarkovModel(tree, {cl: theta[cl] + step * direction[cl] for cl in theta}, total, model.homes)
-            new_loss, new_mus = _loss_and_marginals(trial, meas, weights)
-            if new_loss <= loss or step < 1e-4:
-                break
-            step *= 0.5
-        if new_loss > loss:
+    scale = np.concatenate([np.ravel(share[k] * w / mean_w[k]) for k, w in enumerate(weights)])  # IPF-like
+    loss, mu = obj.evaluate(model)
+    step = 1.0  # the IPF-like step's length
+    alpha = 1.0 / float(np.max(obj.w * np.maximum(mu, 1.0)))  # the mirror-descent step's
+    next_ipf, backoff = 0, 1  # after a failed IPF-like step, the next try waits 1, 2, 4, ... iterations
+    for t in range(iters):
+        if t >= next_ipf:
+            trial = _moved(model, obj.tables(-step * scale * (mu - obj.y) / np.maximum(mu, 1.0)))
+            new_loss, new_mu = obj.evaluate(trial)
+            if loss - new_loss >= _STALL * loss:
+                model, loss, mu = trial, new_loss, new_mu
+                step, backoff = min(1.0, step * 1.5), 1
+                continue
+            step = max(step * 0.5, _IPF_MIN_STEP)
+            next_ipf, backoff = t + backoff, 2 * backoff
+        trial, new_loss, new_mu, alpha = _mirror_step(model, obj, mu, loss, alpha)
+        if trial is None or loss - new_loss < tol * loss:
+            if trial is not None:
+                model = trial
             break
-        improvement = (loss - new_loss) / max(loss, _TINY)
-        theta, model, loss, mus = trial.potentials, trial, new_loss, new_mus
-        step = min(1.0, step * 1.5)
-        if improvement < tol:
-            break
+        model, loss, mu = trial, new_loss, new_mu
     return model
