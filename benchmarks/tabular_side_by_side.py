@@ -115,16 +115,16 @@ def fit_pgm(dataset, mechanism, epsilon, seed, tmp: Path, args) -> tuple[dict, p
 
     train, _, schema, _ = _load(dataset)
     grid = PublicGrid(schema, N_BINS)
+    names = [g.spec.name for g in grid.columns]
+    safe = [f"c{j}" for j in range(len(names))]  # private-pgm reads column names from the CSV header
     saved = Path(args.pgm_aim_from or "") / f"{dataset}_aim.csv"
     if mechanism == "aim" and args.pgm_aim_from and args.no_pgm_aim and not saved.exists():
         raise FileNotFoundError(f"no earlier private-pgm AIM fit at {saved} (and --no-pgm-aim)")
     if mechanism == "aim" and args.pgm_aim_from and saved.exists():
         info = json.loads([ln for ln in saved.with_suffix(".json").read_text().splitlines() if ln.startswith("{")][-1])
-        codes = pd.read_csv(saved).to_numpy()
+        codes = pd.read_csv(saved)[safe].to_numpy()  # private-pgm writes its own column order
         return {**info, "note": "fit read from an earlier run of _pgm_runner.py"}, _validated(
             grid.decode(codes, np.random.default_rng(seed)), schema)
-    names = [g.spec.name for g in grid.columns]
-    safe = [f"c{j}" for j in range(len(names))]  # private-pgm reads column names from the CSV header
     data, domain, out = tmp / f"{dataset}_codes.csv", tmp / f"{dataset}_domain.json", tmp / f"{dataset}_pgm.csv"
     pd.DataFrame(grid.encode(train), columns=safe).to_csv(data, index=False)
     domain.write_text(json.dumps({s: int(k) for s, k in zip(safe, grid.n_cells)}))
