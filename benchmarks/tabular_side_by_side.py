@@ -312,7 +312,8 @@ def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_fil
              "total-variation distance over all 2-way marginals on the shared 32-bin grid (AIM's workload). "
              "delta = 1e-9. Our DP methods: "
              f"{args.seeds} seed(s), mean (TSTR sd over seeds in brackets). private-pgm's MST per epsilon and "
-             f"its AIM per table at epsilon 1 only (5-10 min a fit), {args.pgm_seeds} seed(s) each, both on our "
+             "its AIM per table at epsilon 1 only (25-30 min a fit on UCI dropout or Adult on 2 cores), "
+             f"{args.pgm_seeds} seed(s) each, both on our "
              "32-bin public grid, decoded uniformly inside the bins; npgc 0.3.0 at its claimed epsilon 1 (not DP) "
              "and SDV GaussianCopula (not DP) once. CTGAN/TVAE were not run here (their timings: results/tabular.md).",
              "", "Methods planned in this run: " + ", ".join(dict.fromkeys(r["method"] for r in getattr(
