@@ -775,7 +775,10 @@ def test_wide_small_table_chooses_pairs_and_spends_exactly_the_budget(delta):
     spent = synth.privacy_spent_
     assert 0.99 <= spent.epsilon <= 1.0 + 1e-9 and spent.delta <= delta * (1 + 1e-9)
     corr = synth.correlation_
-    assert corr[0, 1] > 0.4 and corr[0, 2] < -0.3 and corr[4, 5] > 0.5  # the strong pairs are found
+    # the strong pairs (latent 0.8, -0.7, 0.9) are found. Pure epsilon-DP composes the rounds' picks linearly, so its
+    # estimates spread much wider: 200 fits gave minima 0.19 / -0.15 / 0.32 there (zCDP, 80 fits: 0.53 / -0.57 / 0.75)
+    lo = (0.4, -0.3, 0.5) if delta else (0.1, -0.1, 0.2)
+    assert corr[0, 1] > lo[0] and corr[0, 2] < lo[1] and corr[4, 5] > lo[2]
     out = synth.sample(500, random_state=0)
     assert list(out.columns) == list(X.columns) and set(out["v2"]) <= {"a", "b", "c"}
 
