@@ -791,18 +791,23 @@ def test_tiny_wide_table_spends_the_dependence_budget_on_the_marginals():
     assert synth.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
 
 
-def test_two_way_tables_keep_a_nominal_association():
+def _module_frame(n, d):
+    """``_wide_frame`` plus a module and a share of men that is not monotone in the module code."""
     rng = np.random.default_rng(0)
-    n = 20000
     module = rng.integers(0, 6, n)
-    male = rng.random(n) < np.array([0.9, 0.2, 0.8, 0.1, 0.6, 0.3])[module]  # not monotone in the module code
-    X, schema = _wide_frame(n, d=6, seed=1)
+    male = rng.random(n) < np.array([0.9, 0.2, 0.8, 0.1, 0.6, 0.3])[module]
+    X, schema = _wide_frame(n, d=d, seed=1)
     X["module"] = np.array(list("ABCDEF"), dtype=object)[module]
     X["male"] = male
     spec = schema.to_dict()["columns"]
     spec["module"] = {"kind": "categorical", "categories": list("ABCDEF"), "nullable": False}
     spec["male"] = {"kind": "boolean", "nullable": False}
-    schema = TableSchema.from_dict(spec)
+    return X, TableSchema.from_dict(spec)
+
+
+def test_two_way_tables_keep_a_nominal_association():
+    n = 20000
+    X, schema = _module_frame(n, d=6)
     synth = NPGCSynthesizer(epsilon=1.0, schema=schema, random_state=0).fit(X)
     names = list(X.columns)
     assert (names.index("module"), names.index("male")) in synth.table_edges_  # the worst-fitted pair
@@ -820,17 +825,9 @@ def test_two_way_tables_are_measured_beside_adaptive_rounds():
     # 2,000 rows, 16 columns: the copula measures its pairs in adaptive rounds, and the tables take a third of the
     # dependence budget beside them (they were measured only when every pair fitted in one round). 40 fits: the
     # largest per-module gap 0.10-0.23; without the table 0.31-0.42
-    rng = np.random.default_rng(0)
     n = 2000
-    module = rng.integers(0, 6, n)
-    male = rng.random(n) < np.array([0.9, 0.2, 0.8, 0.1, 0.6, 0.3])[module]
-    X, schema = _wide_frame(n, d=14, seed=1)
-    X["module"] = np.array(list("ABCDEF"), dtype=object)[module]
-    X["male"] = male
-    spec = schema.to_dict()["columns"]
-    spec["module"] = {"kind": "categorical", "categories": list("ABCDEF"), "nullable": False}
-    spec["male"] = {"kind": "boolean", "nullable": False}
-    synth = NPGCSynthesizer(epsilon=1.0, schema=TableSchema.from_dict(spec), random_state=0).fit(X)
+    X, schema = _module_frame(n, d=14)
+    synth = NPGCSynthesizer(epsilon=1.0, schema=schema, random_state=0).fit(X)
     log = _model_log(synth)
     assert len([r for r in log if r.target.startswith("normal-score sums")]) == 4
     names = list(X.columns)
