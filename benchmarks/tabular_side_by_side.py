@@ -10,11 +10,15 @@ RSS of that process), then the synthetic table (as many rows as the training
 split) is scored: SDMetrics QualityReport (overall, column shapes, pair
 trends) against the training split, and TSTR macro-F1 (one-hot +
 HistGradientBoosting trained on synthetic rows, tested on the real 30 %).
-Our DP methods run ``--seeds`` seeds; private-pgm's MST per epsilon and its
-AIM per table at epsilon 1 only (310-550 s a fit), each ``--pgm-seeds`` seeds
-(default 1); the non-DP references once. private-pgm gets our public grid's
-cell codes (the same discretisation, 32 bins) and its output is decoded
-uniformly inside the bins.
+Our DP methods run ``--seeds`` seeds; private-pgm's MST and AIM per epsilon,
+each ``--pgm-seeds`` seeds (default 1); the non-DP references once.
+private-pgm gets our public grid's cell codes (the same discretisation, 32
+bins) and its output is decoded uniformly inside the bins.
+Order of the fits: every fast fit first, dataset by dataset (ours, private-pgm's
+MST, the references), then private-pgm's AIM (25-30 min a fit on UCI dropout
+or Adult on 2 cores) at the first epsilon on every table, smallest tables
+first, then at the next epsilon: a run stopped for time keeps every fast fit
+and the AIM fits it reached; the planned fits it did not reach are listed.
 The references need their own environments (``--pgm-python``, ``--ref-python``);
 a method whose environment is missing is listed as not run.
 Results: ``results/tabular_side_by_side{,_quick}.{json,md,png}``.
@@ -44,6 +48,7 @@ from _peak_rss import peak_mib  # noqa: E402
 
 DATASETS = ("uci_hesp", "uci_dropout", "oulad", "adult")
 OURS = ("NPGC", "MST", "AIM", "AIM (target x4)")
+AIM_ORDER = ("uci_hesp", "oulad", "uci_dropout", "adult")  # private-pgm AIM fits: smallest tables first
 DELTA = 1e-9
 N_BINS = 32
 
@@ -108,8 +113,9 @@ def fit_ours(dataset, method, epsilon, seed, tmp: Path, timeout) -> tuple[dict, 
 def fit_pgm(dataset, mechanism, epsilon, seed, tmp: Path, args) -> tuple[dict, pd.DataFrame]:
     """private-pgm's own mechanism on our grid codes (its code run unchanged, in its environment).
 
-    With ``--pgm-aim-from DIR``, AIM's fit is read from ``DIR/{dataset}_aim.{json,csv}`` (a run of
-    ``_pgm_runner.py`` made earlier on the same codes) instead of being repeated.
+    With ``--pgm-aim-from DIR``, AIM's fit is read from ``DIR/{dataset}_aim.{json,csv}`` at epsilon 1 and
+    ``DIR/{dataset}_aim_eps{epsilon:g}.{json,csv}`` at other epsilons (a run of ``_pgm_runner.py`` made
+    earlier on the same codes) instead of being repeated.
     """
     from skdpsynth._grid import PublicGrid
 
@@ -117,7 +123,8 @@ def fit_pgm(dataset, mechanism, epsilon, seed, tmp: Path, args) -> tuple[dict, p
     grid = PublicGrid(schema, N_BINS)
     names = [g.spec.name for g in grid.columns]
     safe = [f"c{j}" for j in range(len(names))]  # private-pgm reads column names from the CSV header
-    saved = Path(args.pgm_aim_from or "") / f"{dataset}_aim.csv"
+    stem = f"{dataset}_aim" if epsilon == 1.0 else f"{dataset}_aim_eps{epsilon:g}"
+    saved = Path(args.pgm_aim_from or "") / f"{stem}.csv"
     if mechanism == "aim" and args.pgm_aim_from and args.no_pgm_aim and not saved.exists():
         raise FileNotFoundError(f"no earlier private-pgm AIM fit at {saved} (and --no-pgm-aim)")
     if mechanism == "aim" and args.pgm_aim_from and saved.exists():
@@ -197,22 +204,27 @@ def score(dataset: str, synth: pd.DataFrame, seed: int, metric_rows: int) -> dic
 
 
 def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
-    """Every fit of the run: ours, then private-pgm's, then the non-DP references, dataset by dataset."""
+    """Every fit of the run, the fast ones first and private-pgm's AIM (25-30 min a fit) last.
+
+    Dataset by dataset: ours at each epsilon, private-pgm's MST at each epsilon, the non-DP references. Then
+    private-pgm's AIM at the first epsilon on every table (smallest tables first, ``AIM_ORDER``), then at the
+    next epsilon, and so on: a run stopped for time keeps every fast fit and the AIM fits it reached.
+    """
     out = []
     for ds in datasets:
         for eps in epsilons:
             out += [dict(dataset=ds, method=m, epsilon=eps, seed=s, kind="ours") for m in (args.methods or OURS)
                     for s in range(seeds)]
-        if args.pgm_python:
-            if not args.no_pgm_mst:
-                out += [dict(dataset=ds, method="private-pgm MST", epsilon=e, seed=s, kind="pgm_mst")
-                        for e in epsilons for s in range(args.pgm_seeds)]
-            if not args.no_pgm_aim or args.pgm_aim_from:
-                out += [dict(dataset=ds, method="private-pgm AIM", epsilon=1.0, seed=s, kind="pgm_aim")
-                        for s in range(args.pgm_seeds)]
+        if args.pgm_python and not args.no_pgm_mst:
+            out += [dict(dataset=ds, method="private-pgm MST", epsilon=e, seed=s, kind="pgm_mst")
+                    for e in epsilons for s in range(args.pgm_seeds)]
         if args.ref_python:
             out.append(dict(dataset=ds, method="npgc 0.3.0 (not DP)", epsilon=1.0, seed=0, kind="npgc"))
             out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0, kind="gc"))
+    if args.pgm_python and (not args.no_pgm_aim or args.pgm_aim_from):
+        order = [d for d in AIM_ORDER if d in datasets] + [d for d in datasets if d not in AIM_ORDER]
+        out += [dict(dataset=ds, method="private-pgm AIM", epsilon=e, seed=s, kind="pgm_aim")
+                for e in epsilons for ds in order for s in range(args.pgm_seeds)]
     return out
 
 
@@ -301,6 +313,11 @@ def plot(agg: pd.DataFrame, name: str) -> str:
 
 
 def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_file: str | None) -> str:
+    planned = getattr(args, "planned", rows)
+    aim_eps = list(dict.fromkeys(f"{t['epsilon']:g}" for t in planned if t.get("kind") == "pgm_aim"))
+    aim_text = ("its AIM per table at epsilon " + " and ".join(aim_eps) + ", run after every other fit (epsilon "
+                f"{aim_eps[0]} on every table first, smallest tables first; 25-30 min a fit on UCI dropout or Adult "
+                "on 2 cores)") if aim_eps else "not its AIM"
     lines = [f"# Tabular side by side{' (quick)' if args.quick else ''}", "",
              f"Machine: {machine()}, shared with other jobs. Total wall time {total_s / 60:.1f} min.", "",
              "Protocol: 70/30 stratified split (seed 0); each fit in a fresh subprocess (fit wall seconds and CPU "
@@ -312,16 +329,16 @@ def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_fil
              "total-variation distance over all 2-way marginals on the shared 32-bin grid (AIM's workload). "
              "delta = 1e-9. Our DP methods: "
              f"{args.seeds} seed(s), mean (TSTR sd over seeds in brackets). private-pgm's MST per epsilon and "
-             "its AIM per table at epsilon 1 only (25-30 min a fit on UCI dropout or Adult on 2 cores), "
-             f"{args.pgm_seeds} seed(s) each, both on our "
+             f"{aim_text}, {args.pgm_seeds} seed(s) each, both on our "
              "32-bin public grid, decoded uniformly inside the bins; npgc 0.3.0 at its claimed epsilon 1 (not DP) "
-             "and SDV GaussianCopula (not DP) once. CTGAN/TVAE were not run here (their timings: results/tabular.md).",
-             "", "Methods planned in this run: " + ", ".join(dict.fromkeys(r["method"] for r in getattr(
-                 args, "planned", rows))) + "; AIM (target x4) = our AIM with the workload of all 2-way marginals, "
+             "and SDV GaussianCopula (not DP) once. CTGAN / TVAE (not DP) are not part of this side by side (their "
+             "fit times and scores at reduced epochs: results/tabular.md).",
+             "", "Methods planned in this run: " + ", ".join(dict.fromkeys(r["method"] for r in planned))
+             + "; AIM (target x4) = our AIM with the workload of all 2-way marginals, "
              "those holding the outcome weighted 4.", ""]
     cols = ["method", "seeds", "fit_s", "fit_cpu_s", "peak_rss_mib", "quality", "shapes", "pairs", "workload_error",
             "tstr", "tstr_sd", "trtr"]
-    for (ds, eps), sub in agg.groupby(["dataset", "eps"], sort=False):
+    for (ds, eps), sub in (agg.groupby(["dataset", "eps"], sort=False) if not agg.empty else []):
         lines += [f"## {ds}, epsilon {eps}", "", markdown_table(sub[[c for c in cols if c in sub]].to_dict("records"),
                                                                 [c for c in cols if c in sub], digits=3), ""]
     rat = ratios(agg) if not agg.empty else []
@@ -336,6 +353,11 @@ def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_fil
     if errors:
         lines += ["## Not run / failed", "", markdown_table([{k: r.get(k) for k in ("dataset", "method", "epsilon",
                                                                                      "error")} for r in errors]), ""]
+    rest = planned[len(rows):]
+    if rest:
+        lines += ["## Planned, not run", "", "Fits of the plan that the run had not reached when this file was "
+                  "written (the run ended or was stopped before them):", "",
+                  markdown_table([{k: t[k] for k in ("dataset", "method", "epsilon", "seed")} for t in rest]), ""]
     return "\n".join(lines)
 
 
