@@ -838,6 +838,44 @@ def test_two_way_tables_are_measured_beside_adaptive_rounds():
     assert np.abs(real - out.groupby("module")["male"].mean().reindex(real.index)).max() < 0.3
 
 
+def _outcome_frame(n):
+    """``_wide_frame`` plus a skewed fee flag that drives a 3-level outcome, and two large, weakly tied nominals."""
+    rng = np.random.default_rng(0)
+    X, schema = _wide_frame(n, d=12, seed=2)
+    fees = rng.random(n) < 0.88
+    u = rng.random(n)
+    p_drop = np.where(fees, 0.2, 0.85)
+    X["fees"] = fees
+    X["outcome"] = np.where(u < p_drop, "Dropout", np.where(u < p_drop + 0.2, "Enrolled", "Graduate"))
+    course = rng.integers(0, 16, n)
+    X["course"] = np.array([f"c{k}" for k in range(16)], dtype=object)[course]
+    X["occupation"] = np.array([f"o{k}" for k in range(12)], dtype=object)[(course + rng.integers(0, 3, n)) % 12]
+    spec = schema.to_dict()["columns"]
+    spec["fees"] = {"kind": "boolean", "nullable": False}
+    spec["outcome"] = {"kind": "categorical", "categories": ["Dropout", "Enrolled", "Graduate"], "nullable": False}
+    spec["course"] = {"kind": "categorical", "categories": [f"c{k}" for k in range(16)], "nullable": False}
+    spec["occupation"] = {"kind": "categorical", "categories": [f"o{k}" for k in range(12)], "nullable": False}
+    return X, TableSchema.from_dict(spec)
+
+
+def test_small_informative_tables_win_over_large_noisy_ones():
+    # UCI dropout's case: an outcome driven by a skewed flag (fees paid, 88 %), beside large nominal pairs
+    # (16 x 12 cells). The copula's normal scores carry little of a skewed flag, so its table must be measured;
+    # chosen by the L1 gap alone, the large tables won (their sampling noise alone is a large gap) and drowned
+    # in measurement noise. With the gap less each table's expected noise (AIM's rule) the small table wins.
+    # Seeds 0-9 with reproducible noise: mean error of the dropout-rate gap 0.074, 0.287 without the penalty
+    n = 3000
+    X, schema = _outcome_frame(n)
+    gap = lambda df: (df.loc[~df["fees"], "outcome"].eq("Dropout").mean()  # noqa: E731
+                      - df.loc[df["fees"], "outcome"].eq("Dropout").mean())
+    errors = []
+    for seed in range(10):
+        synth = NPGCSynthesizer(epsilon=1.0, schema=schema, random_state=seed, reproducible_noise=True).fit(X)
+        assert synth.privacy_spent_.epsilon <= 1.0 + 1e-9
+        errors.append(abs(gap(synth.sample(n, random_state=seed)) - gap(X)))
+    assert np.mean(errors) < 0.14
+
+
 def test_a_coded_level_keeps_its_bijection_with_its_names():
     # Adult's education / education-num: a nominal column and the integer code of the same level. No copula
     # order of the names can express the bijection (0.19 of the rows matched before integer columns joined the

@@ -172,10 +172,11 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
       (a few hundred people for dozens of columns), ``rho_c`` measures the
       marginals a second time instead and the two are averaged by precision;
     * with candidate discrete pairs (tables over 5 columns), a third of
-      ``rho_c`` releases two-way tables of a forest of them (up to 8, chosen
+      ``rho_c`` releases two-way tables of a forest of them (up to 16, chosen
       by the exponential mechanism, utility the L1 distance from the fitted
-      copula's table, sensitivity 1; then one discrete Gaussian mechanism, L2
-      ``sqrt(k)``); proof in :func:`~._npgc_tables.release_tables`.
+      copula's table less the table's expected noise, sensitivity 1; then one
+      discrete Gaussian mechanism, L2 ``sqrt(k)``); proof in
+      :func:`~._npgc_tables.release_tables`.
 
     *Post-processing*: the rare cells of each categorical column (noisy count
     below 3 noise sd) pooled and shared evenly, then simplex projection of

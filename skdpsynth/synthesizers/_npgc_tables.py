@@ -34,10 +34,13 @@ __all__ = ["TableForest", "candidate_pairs", "release_tables", "TABLE_SHARE", "M
 TABLE_SHARE = 1.0 / 3.0
 #: share of the tables' budget spent choosing them
 TABLE_SELECTION = 0.3
-#: most tables measured (a forest over the categorical columns has at most their number minus one edges)
-MAX_TABLES = 8
+#: most tables measured (a forest over the discrete columns has at most their number minus one edges). On UCI
+#: dropout (37 columns, 3,096 rows) at epsilon 1, 12 fits each: TSTR 0.557 with 8, 0.574 with 16, 0.552 with 24
+MAX_TABLES = 16
 #: largest table (cells, missing cells included) of a candidate pair
 MAX_TABLE_CELLS = 400
+#: a table's expected L1 noise per cell, in noise sd (E|N(0, 1)| = sqrt(2 / pi)): AIM's penalty of large tables
+PENALTY = float(np.sqrt(2.0 / np.pi))
 #: raking iterations matching a table to the released marginals of its two columns
 _RAKING = 20
 
@@ -115,10 +118,13 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
 
     *Choice.* Up to ``MAX_TABLES`` edges, one at a time (Kruskal): among the
     candidate pairs joining two trees of the forest so far, the exponential
-    mechanism picks one with utility ``|| T_ij - n_hat M_ij ||_1``, the L1
-    distance of the exact table from the fitted copula's (``M_ij`` and
-    ``n_hat`` are released, the candidates public). One person moves one
-    cell of ``T_ij`` by one: sensitivity 1. Each pick costs
+    mechanism picks one with utility ``|| T_ij - n_hat M_ij ||_1 - sqrt(2 /
+    pi) sigma c_ij``, the L1 distance of the exact table from the fitted
+    copula's less the table's expected L1 measurement noise (AIM's rule:
+    ``c_ij`` cells, ``sigma`` the noise sd of one cell at the measurement's
+    cost; ``M_ij``, ``n_hat`` and ``sigma`` are released or public, the
+    candidates public). One person moves one cell of ``T_ij`` by one:
+    sensitivity 1 (the penalty does not depend on the data). Each pick costs
     ``TABLE_SELECTION * rho / k`` (the zCDP exponential mechanism; pure
     epsilon-DP with ``epsilon``).
 
@@ -151,7 +157,7 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
             return [], []
         measure = total * (1.0 - TABLE_SELECTION)
         chosen = _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, total * TABLE_SELECTION / k, key,
-                                noise, accountant)
+                                noise, accountant, _noise_sd(key, measure, k))
         edges = _orient([(int(iu[p]), int(ju[p])) for p in chosen], probs,
                        np.zeros(d, bool) if ordered is None else ordered)
     exact = []
@@ -174,7 +180,18 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
     return edges, [part.reshape(t.shape) for part, t in zip(np.split(noisy, splits), exact)]
 
 
-def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, key, noise, accountant) -> list[int]:
+def _noise_sd(key: str | None, cost: float, k: int) -> float:
+    """Noise sd of one cell of ``k`` tables measured together at ``cost`` (0 without privacy; public)."""
+    if key is None:
+        return 0.0
+    if key == "rho":
+        return float(np.sqrt(k / (2.0 * cost)))
+    alpha = np.exp(-cost / k)
+    return float(np.sqrt(2.0 * alpha) / (1.0 - alpha))
+
+
+def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, key, noise, accountant,
+                   sd) -> list[int]:
     """Kruskal with the exponential mechanism: ``k`` candidate pairs joining different trees."""
     d = len(probs)
     iu, ju = np.triu_indices(d, 1)
@@ -185,7 +202,7 @@ def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, 
         i, j = iu[p], ju[p]
         t = layout.table(tables, i, j)
         model = copula_table(moments[i][:, :t.shape[0]], moments[j][:, :t.shape[1]], corr[i, j])
-        utility[m] = np.abs(t - n_hat * model).sum()
+        utility[m] = np.abs(t - n_hat * model).sum() - PENALTY * sd * t.size
     tree = np.arange(d)
 
     def root(x: int) -> int:
