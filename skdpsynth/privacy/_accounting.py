@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -324,7 +324,8 @@ class BudgetAccountant:
         """Charge one record (raises before recording if it would overspend)."""
         if self.private and record.kind == "none":
             raise PrivacyBudgetError(f"non-private computation {record.target!r} under a DP budget.")
-        record = BudgetRecord(**{**asdict(record), "cohort": self.cohort, "noise": self.noise})
+        # a copy stamped with this fit's cohort and noise source (details copied: the log must not change later)
+        record = replace(record, cohort=self.cohort, noise=self.noise, details=dict(record.details))
         self.require([record], what=record.target)
         self._records.append(record)
         return record

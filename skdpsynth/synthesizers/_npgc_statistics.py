@@ -29,8 +29,13 @@ DEPENDENCE_CELLS = 36
 CHUNK_CELLS = 1 << 21
 #: rows of one pass of the pair tables (their keys stay in the processor's cache)
 PAIR_ROWS = 1 << 13
-#: most joint cells of a group of columns whose pair tables are counted together (:class:`PairCounter`)
-GROUP_CELLS = 256
+#: most joint cells of a group of columns whose pair tables are counted together (:class:`PairCounter`).
+#: Counting the pair tables of 1e6 Adult rows: 0.40 s with 64, 0.47 s with 256
+GROUP_CELLS = 64
+#: fewer rows are counted pair by pair: summing each pair's table out of its groups' tables costs a few
+#: milliseconds whatever the rows (UCI dropout, 3,096 rows x 37 columns: 14 ms pair by pair, 21 ms grouped;
+#: at 9,288 rows 37 against 28 ms)
+GROUP_MIN_ROWS = 1 << 13
 #: rows of one pass of the grouped pair tables (about as many as the cells of one group pair's table)
 GROUP_ROWS = 1 << 16
 
@@ -311,6 +316,8 @@ def _group_cap(layout: PairLayout, rows: int) -> int:
     several times as many rows; its tables together take at most the memory
     of one chunk or of the pair tables themselves.
     """
+    if rows < GROUP_MIN_ROWS:
+        return 1
     cap = GROUP_CELLS
     while cap * cap * 4 > rows:
         cap //= 2

@@ -93,8 +93,11 @@ class TableForest:
 def _rake(table: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Iterative proportional fitting of a non-negative table to row and column totals."""
     t = table + 1e-9 * max(table.sum(), 1.0) / table.size  # every cell reachable
-    for _ in range(_RAKING):
+    tol = 1e-9 * max(float(rows.sum()), 1.0)
+    for step in range(_RAKING):
         r = t.sum(axis=1)
+        if step and np.abs(r - rows).max() <= tol:  # the columns were just matched: both margins hold
+            break
         t *= np.where(r > 0, rows / np.where(r > 0, r, 1.0), 0.0)[:, None]
         c = t.sum(axis=0)
         t *= np.where(c > 0, cols / np.where(c > 0, c, 1.0), 0.0)[None, :]
@@ -203,17 +206,10 @@ def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, 
         t = layout.table(tables, i, j)
         model = copula_table(moments[i][:, :t.shape[0]], moments[j][:, :t.shape[1]], corr[i, j])
         utility[m] = np.abs(t - n_hat * model).sum() - PENALTY * sd * t.size
-    tree = np.arange(d)
-
-    def root(x: int) -> int:
-        while tree[x] != x:
-            tree[x] = tree[tree[x]]
-            x = tree[x]
-        return x
-
+    tree = np.arange(d)  # each column's tree, relabelled as trees merge (d is small)
     chosen = []
     for step in range(k):
-        open_ = np.array([root(iu[p]) != root(ju[p]) for p in cand])
+        open_ = tree[iu[cand]] != tree[ju[cand]]
         if not open_.any():
             break
         options = np.flatnonzero(open_)
@@ -228,7 +224,7 @@ def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, 
             pick = exponential_mechanism(utility[options], sensitivity=1.0, epsilon=per_pick, noise=noise,
                                          accountant=accountant, target=target)
         p = cand[options[pick]]
-        tree[root(iu[p])] = root(ju[p])
+        tree[tree == tree[iu[p]]] = tree[ju[p]]
         chosen.append(int(p))
     return chosen
 
