@@ -111,10 +111,13 @@ class GaussianCopula:
         for parent, child, cum in self.children:
             r = float(self.correlation[parent, child])
             resid = latent[child] - r * latent[parent]
-            u = stratify(resid) if stratify is not None else ndtr(resid / np.sqrt(max(1.0 - r * r, 1e-12)))
+            u = None if stratify is not None else ndtr(resid / np.sqrt(max(1.0 - r * r, 1e-12)))
             out = np.empty(codes.shape[1], dtype=np.int64)
             for cell in range(cum.shape[0]):
-                rows = codes[parent] == cell
-                if rows.any():
-                    out[rows] = np.minimum(np.searchsorted(cum[cell], u[rows], side="right"), cum.shape[1] - 1)
+                rows = np.flatnonzero(codes[parent] == cell)
+                if rows.size:
+                    # stratified within the parent's cell: the child's counts there follow the table to within
+                    # two rows, so refitting on the sample does not accumulate multinomial noise in the table
+                    v = stratify(resid[rows]) if stratify is not None else u[rows]
+                    out[rows] = np.minimum(np.searchsorted(cum[cell], v, side="right"), cum.shape[1] - 1)
             codes[child] = out
