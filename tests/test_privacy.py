@@ -15,6 +15,7 @@ from skdpsynth.privacy import (
     exponential_mechanism,
     gaussian_mechanism,
     geometric_mechanism,
+    geometric_variance,
     laplace_mechanism,
     zcdp_to_approx_dp,
 )
@@ -46,6 +47,10 @@ def test_geometric_is_integer_with_discrete_laplace_variance():
     alpha = math.exp(-1.0)
     assert out.mean() == pytest.approx(10, abs=0.02)
     assert out.var() == pytest.approx(2 * alpha / (1 - alpha) ** 2, rel=0.03)
+    wide = geometric_mechanism(np.zeros(200_000, dtype=np.int64), sensitivity=3, epsilon=1.0, noise=rng(),
+                               accountant=BudgetAccountant(1.0, 0.0), target="h")
+    assert wide.var() == pytest.approx(geometric_variance(3.0, 1.0), rel=0.03)  # the variance NPGC plans with
+    assert geometric_variance(1.0, 1.0) == pytest.approx(2 * alpha / (1 - alpha) ** 2)
 
 
 def test_gaussian_sigma_matches_zcdp():

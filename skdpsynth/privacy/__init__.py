@@ -30,6 +30,7 @@ from skdpsynth.privacy._mechanisms import (
     gaussian_mechanism,
     gaussian_sigma,
     geometric_mechanism,
+    geometric_variance,
     laplace_mechanism,
     stability_histogram,
     stability_threshold,
@@ -61,5 +62,6 @@ __all__ = [
     "stability_threshold",
     "gaussian_sigma",
     "geometric_mechanism",
+    "geometric_variance",
     "laplace_mechanism",
 ]

@@ -24,6 +24,7 @@ from skdpsynth.privacy._noise import NoiseSource
 __all__ = [
     "laplace_mechanism",
     "geometric_mechanism",
+    "geometric_variance",
     "gaussian_mechanism",
     "discrete_gaussian_mechanism",
     "exponential_mechanism",
@@ -124,6 +125,16 @@ def gaussian_sigma(l2_sensitivity: float, rho: float) -> float:
     """Noise standard deviation giving rho-zCDP: ``sigma = l2_sensitivity / sqrt(2 rho)``."""
     _check_positive("rho", rho)
     return l2_sensitivity / math.sqrt(2.0 * rho)
+
+
+def geometric_variance(sensitivity: float, epsilon: float) -> float:
+    """Variance of the two-sided geometric noise giving epsilon-DP at L1 ``sensitivity``.
+
+    With ``alpha = exp(-epsilon / sensitivity)`` the noise has variance ``2 alpha / (1 - alpha)^2``.
+    """
+    _check_positive("epsilon", epsilon)
+    alpha = math.exp(-epsilon / sensitivity)
+    return 2.0 * alpha / (1.0 - alpha) ** 2
 
 
 def discrete_gaussian_mechanism(

@@ -21,7 +21,7 @@ from skdpsynth.base import FitContext
 from skdpsynth.exceptions import PrivacyBudgetError
 from skdpsynth.privacy._accounting import BudgetRecord
 from skdpsynth.privacy._dpsgd import DPSGDPlan, dpsgd_privacy_report, dpsgd_record, plan_dpsgd
-from skdpsynth.privacy._mechanisms import dp_count, geometric_mechanism
+from skdpsynth.privacy._mechanisms import dp_count, geometric_mechanism, geometric_variance
 
 __all__ = ["CyclePrivacy", "COUNT_TARGET"]
 
@@ -35,11 +35,6 @@ def dpsgd_report(plan: DPSGDPlan) -> dict:
     """The four-accountant report of a plan (a pure function of public numbers: cached)."""
     return dpsgd_privacy_report(noise_multiplier=plan.noise_multiplier, sample_rate=plan.sample_rate,
                                 steps=plan.steps, delta=plan.delta)
-
-
-def _discrete_laplace_var(scale: float) -> float:
-    a = math.exp(-1.0 / scale)
-    return 2 * a / (1 - a) ** 2
 
 
 @dataclass(frozen=True)
@@ -172,6 +167,6 @@ class CyclePrivacy:
         """Inverse-variance mean of the noisy label total and the DP count (post-processing), at least 1."""
         if count is None:
             return max(total, 1)
-        v_total = k * _discrete_laplace_var(1.0 / self.label)
-        v_count = _discrete_laplace_var(1.0 / self.count)
+        v_total = k * geometric_variance(1.0, self.label)
+        v_count = geometric_variance(1.0, self.count)
         return max(int(round((total / v_total + count / v_count) / (1 / v_total + 1 / v_count))), 1)

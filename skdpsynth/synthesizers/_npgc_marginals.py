@@ -8,7 +8,12 @@ import math
 import numpy as np
 
 from skdpsynth.base import FitContext
-from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, gaussian_sigma, geometric_mechanism
+from skdpsynth.privacy._mechanisms import (
+    discrete_gaussian_mechanism,
+    gaussian_sigma,
+    geometric_mechanism,
+    geometric_variance,
+)
 from skdpsynth.privacy._postprocess import project_to_simplex
 
 __all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities",
@@ -33,8 +38,7 @@ def measure_histograms(exact, cells, offsets, cost: dict, ctx: FitContext, again
         noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=math.sqrt(d), rho=cost["rho"], **kw)
         return noisy, gaussian_sigma(math.sqrt(d), cost["rho"]) ** 2  # the discrete Gaussian's variance is <=
     noisy = geometric_mechanism(exact, sensitivity=float(d), epsilon=cost["epsilon"], **kw)
-    alpha = math.exp(-cost["epsilon"] / d)
-    return noisy, 2 * alpha / (1 - alpha) ** 2
+    return noisy, geometric_variance(float(d), cost["epsilon"])
 
 
 def noisy_marginals(exact, cells, offsets, cost: dict, ctx: FitContext):

@@ -21,7 +21,9 @@ from skdpsynth.privacy._mechanisms import (
     discrete_gaussian_mechanism,
     exponential_mechanism,
     exponential_mechanism_zcdp,
+    gaussian_sigma,
     geometric_mechanism,
+    geometric_variance,
 )
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.privacy._postprocess import project_to_simplex
@@ -188,9 +190,8 @@ def _noise_sd(key: str | None, cost: float, k: int) -> float:
     if key is None:
         return 0.0
     if key == "rho":
-        return float(np.sqrt(k / (2.0 * cost)))
-    alpha = np.exp(-cost / k)
-    return float(np.sqrt(2.0 * alpha) / (1.0 - alpha))
+        return gaussian_sigma(float(np.sqrt(k)), cost)
+    return float(np.sqrt(geometric_variance(float(k), cost)))
 
 
 def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, key, noise, accountant,
