@@ -49,6 +49,7 @@ from _peak_rss import peak_mib  # noqa: E402
 DATASETS = ("uci_hesp", "uci_dropout", "oulad", "adult")
 OURS = ("NPGC", "MST", "AIM", "AIM (target x4)")
 AIM_ORDER = ("uci_hesp", "oulad", "uci_dropout", "adult")  # private-pgm AIM fits: smallest tables first
+DEEP = {"ctgan": "CTGAN (not DP)", "tvae": "TVAE (not DP)"}  # the ctgan package, in our own environment
 DELTA = 1e-9
 N_BINS = 32
 
@@ -149,10 +150,13 @@ def fit_ref(dataset, method, epsilon, seed, tmp: Path, args) -> tuple[dict, pd.D
     kinds = {c: ("str" if schema[c].kind in ("categorical", "boolean") else "float") for c in train.columns}
     train.to_csv(data, index=False)
     dtypes.write_text(json.dumps(kinds))
-    cmd = [args.ref_python, str(HERE / "_ref_runner.py"), "--method", method, "--data", str(data), "--dtypes",
-           str(dtypes), "--out", str(out), "--seed", str(seed)] + ([] if epsilon is None else ["--epsilon",
-                                                                                                str(epsilon)])
-    info = _run(cmd, args.ref_timeout)
+    deep = method in DEEP
+    python = (args.deep_python or sys.executable) if deep else args.ref_python
+    cmd = [python, str(HERE / "_ref_runner.py"), "--method", method, "--data", str(data), "--dtypes",
+           str(dtypes), "--out", str(out), "--seed", str(seed)]
+    cmd += ["--epsilon", str(epsilon)] if epsilon is not None else []
+    cmd += ["--epochs", str(args.deep_epochs)] if deep else []
+    info = _run(cmd, args.deep_timeout if deep else args.ref_timeout)
     synth = pd.read_csv(out, dtype={c: ("str" if k == "str" else "float") for c, k in kinds.items()})
     for c, k in kinds.items():  # CSV text back to the schema's labels (which may be integers); "1.0" -> 1
         if k == "str":
@@ -212,7 +216,7 @@ def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
     """
     out = []
     for ds in datasets:
-        for eps in epsilons:
+        for eps in epsilons if not args.no_ours else []:
             out += [dict(dataset=ds, method=m, epsilon=eps, seed=s, kind="ours") for m in (args.methods or OURS)
                     for s in range(seeds)]
         if args.pgm_python and not args.no_pgm_mst:
@@ -221,6 +225,9 @@ def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
         if args.ref_python:
             out.append(dict(dataset=ds, method="npgc 0.3.0 (not DP)", epsilon=1.0, seed=0, kind="npgc"))
             out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0, kind="gc"))
+    if args.deep_epochs:  # minutes a fit: after every fast fit, before private-pgm's AIM
+        out += [dict(dataset=ds, method=label, epsilon=None, seed=0, kind=kind) for ds in datasets
+                for kind, label in DEEP.items()]
     if args.pgm_python and (not args.no_pgm_aim or args.pgm_aim_from):
         order = [d for d in AIM_ORDER if d in datasets] + [d for d in datasets if d not in AIM_ORDER]
         out += [dict(dataset=ds, method="private-pgm AIM", epsilon=e, seed=s, kind="pgm_aim")
@@ -236,8 +243,8 @@ def run_setting(s: dict, tmp: Path, args) -> dict:
         elif s["kind"].startswith("pgm"):
             info, synth = fit_pgm(s["dataset"], s["kind"][4:], s["epsilon"], s["seed"], tmp, args)
         else:
-            info, synth = fit_ref(s["dataset"], "npgc" if s["kind"] == "npgc" else "gaussian_copula", s["epsilon"],
-                                  s["seed"], tmp, args)
+            method = {"npgc": "npgc", "gc": "gaussian_copula"}.get(s["kind"], s["kind"])
+            info, synth = fit_ref(s["dataset"], method, s["epsilon"], s["seed"], tmp, args)
         row.update(info)
         row.update(score(s["dataset"], synth, s["seed"], args.metric_rows))
         row["status"] = "ok"
@@ -331,8 +338,11 @@ def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_fil
              f"{args.seeds} seed(s), mean (TSTR sd over seeds in brackets). private-pgm's MST per epsilon and "
              f"{aim_text}, {args.pgm_seeds} seed(s) each, both on our "
              "32-bin public grid, decoded uniformly inside the bins; npgc 0.3.0 at its claimed epsilon 1 (not DP) "
-             "and SDV GaussianCopula (not DP) once. CTGAN / TVAE (not DP) are not part of this side by side (their "
-             "fit times and scores at reduced epochs: results/tabular.md).",
+             "and SDV GaussianCopula (not DP) once. " + (
+                 f"CTGAN and TVAE (not DP; the ctgan package, {args.deep_epochs} epochs, its other defaults, on the "
+                 "CPU) once." if args.deep_epochs else "CTGAN / TVAE (not DP) are not part of this run (their fit "
+                 "times and scores at reduced epochs: results/tabular.md)."),
+             "", "Environments: " + getattr(args, "versions", "not recorded") + ".",
              "", "Methods planned in this run: " + ", ".join(dict.fromkeys(r["method"] for r in planned))
              + "; AIM (target x4) = our AIM with the workload of all 2-way marginals, "
              "those holding the outcome weighted 4.", ""]
@@ -361,6 +371,30 @@ def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_fil
     return "\n".join(lines)
 
 
+def versions(args) -> str:
+    """The versions each environment of the run holds (private-pgm's commit and its numerical stack)."""
+    probe = ("import importlib.metadata as m, sys\nfor p in sys.argv[1:]:\n    try:\n        print(p, m.version(p))\n"
+             "    except m.PackageNotFoundError:\n        print(p, 'absent')")
+
+    def pkgs(python, names):
+        try:
+            out = subprocess.run([python, "-c", probe, *names], capture_output=True, text=True, timeout=120)
+            return ", ".join(out.stdout.split("\n")[:-1]) or out.stderr.strip().splitlines()[-1]
+        except Exception as exc:  # an environment that cannot answer is reported as such
+            return f"unknown ({type(exc).__name__})"
+
+    parts = ["ours: " + pkgs(sys.executable, ["numpy", "scipy", "pandas", "scikit-learn", "sdmetrics"]
+                             + (["ctgan", "torch"] if args.deep_epochs else []))]
+    if args.pgm_python:
+        commit = subprocess.run(["git", "-C", args.pgm_src, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() or "unknown"
+        parts.append(f"private-pgm {commit}: " + pkgs(args.pgm_python, ["jax", "jaxlib", "numpy", "scipy",
+                                                                          "pandas"]))
+    if args.ref_python:
+        parts.append("references: " + pkgs(args.ref_python, ["npgc", "sdv", "numpy", "pandas"]))
+    return "; ".join(parts)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -381,6 +415,11 @@ def main(argv=None) -> None:
     parser.add_argument("--ours-timeout", type=float, default=600)
     parser.add_argument("--pgm-timeout", type=float, default=1800)
     parser.add_argument("--ref-timeout", type=float, default=600)
+    parser.add_argument("--deep-epochs", type=int, default=0,
+                        help="CTGAN and TVAE at this many epochs (the papers' 300); 0 = not run (default)")
+    parser.add_argument("--deep-python", default=None, help="Python with the ctgan package (default: this one)")
+    parser.add_argument("--deep-timeout", type=float, default=3600)
+    parser.add_argument("--no-ours", action="store_true", help="only the references")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(json.loads(args.worker))
@@ -394,6 +433,7 @@ def main(argv=None) -> None:
         parser.error("--pgm-python needs --pgm-src (a private-pgm checkout)")
     name = args.name or "tabular_side_by_side" + ("_quick" if args.quick else "")
     todo = settings(datasets, epsilons, args.seeds, args)
+    args.versions = versions(args)
     args.planned = todo
     rows: list[dict] = []
     start = time.perf_counter()
