@@ -122,7 +122,20 @@ def geometric_mechanism(
 
 
 def gaussian_sigma(l2_sensitivity: float, rho: float) -> float:
-    """Noise standard deviation giving rho-zCDP: ``sigma = l2_sensitivity / sqrt(2 rho)``."""
+    """Noise standard deviation giving rho-zCDP: ``sigma = l2_sensitivity / sqrt(2 rho)``.
+
+    Parameters
+    ----------
+    l2_sensitivity : float
+        Largest L2 change of the statistic when one person is added or removed.
+    rho : float
+        zCDP budget, > 0.
+
+    Returns
+    -------
+    float
+        The standard deviation of the (discrete) Gaussian noise (a public quantity: it depends on no data).
+    """
     _check_positive("rho", rho)
     return l2_sensitivity / math.sqrt(2.0 * rho)
 
@@ -130,7 +143,18 @@ def gaussian_sigma(l2_sensitivity: float, rho: float) -> float:
 def geometric_variance(sensitivity: float, epsilon: float) -> float:
     """Variance of the two-sided geometric noise giving epsilon-DP at L1 ``sensitivity``.
 
-    With ``alpha = exp(-epsilon / sensitivity)`` the noise has variance ``2 alpha / (1 - alpha)^2``.
+    Parameters
+    ----------
+    sensitivity : float
+        Largest L1 change of the counts when one person is added or removed.
+    epsilon : float
+        Pure-DP budget, > 0.
+
+    Returns
+    -------
+    float
+        ``2 alpha / (1 - alpha)^2`` with ``alpha = exp(-epsilon / sensitivity)``: the variance of the noise
+        :func:`geometric_mechanism` adds at these settings (a public quantity: it depends on no data).
     """
     _check_positive("epsilon", epsilon)
     alpha = math.exp(-epsilon / sensitivity)
