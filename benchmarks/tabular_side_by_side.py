@@ -322,9 +322,10 @@ def plot(agg: pd.DataFrame, name: str) -> str:
 def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_file: str | None) -> str:
     planned = getattr(args, "planned", rows)
     aim_eps = list(dict.fromkeys(f"{t['epsilon']:g}" for t in planned if t.get("kind") == "pgm_aim"))
-    aim_text = ("its AIM per table at epsilon " + " and ".join(aim_eps) + ", run after every other fit (epsilon "
-                f"{aim_eps[0]} on every table first, smallest tables first; 25-30 min a fit on UCI dropout or Adult "
-                "on 2 cores)") if aim_eps else "not its AIM"
+    pgm = ([] if args.no_pgm_mst else ["MST per epsilon"]) + ([
+        "AIM per table at epsilon " + " and ".join(aim_eps) + ", run after every other fit (epsilon "
+        f"{aim_eps[0]} on every table first, smallest tables first; 25-30 min a fit on UCI dropout or Adult on 2 "
+        "cores)"] if aim_eps else [])
     lines = [f"# Tabular side by side{' (quick)' if args.quick else ''}", "",
              f"Machine: {machine()}, shared with other jobs. Total wall time {total_s / 60:.1f} min.", "",
              "Protocol: 70/30 stratified split (seed 0); each fit in a fresh subprocess (fit wall seconds and CPU "
@@ -334,11 +335,12 @@ def markdown(agg: pd.DataFrame, rows: list[dict], args, total_s: float, plot_fil
              f"{args.metric_rows} rows of the training split and of the synthetic table; TSTR macro-F1 "
              "(HistGradientBoosting trained on synthetic, tested on the real 30 %); workload error = mean "
              "total-variation distance over all 2-way marginals on the shared 32-bin grid (AIM's workload). "
-             "delta = 1e-9. Our DP methods: "
-             f"{args.seeds} seed(s), mean (TSTR sd over seeds in brackets). private-pgm's MST per epsilon and "
-             f"{aim_text}, {args.pgm_seeds} seed(s) each, both on our "
-             "32-bin public grid, decoded uniformly inside the bins; npgc 0.3.0 at its claimed epsilon 1 (not DP) "
-             "and SDV GaussianCopula (not DP) once. " + (
+             "delta = 1e-9. " + ("" if args.no_ours else f"Our DP methods: {args.seeds} seed(s), mean (TSTR sd "
+                                 "over seeds in brackets). ")
+             + (f"private-pgm's {' and '.join(pgm)}, {args.pgm_seeds} seed(s) each, on our 32-bin public grid, "
+                "decoded uniformly inside the bins. " if args.pgm_python and pgm else "")
+             + ("npgc 0.3.0 at its claimed epsilon 1 (not DP) and SDV GaussianCopula (not DP) once. "
+                if args.ref_python else "") + (
                  f"CTGAN and TVAE (not DP; the ctgan package, {args.deep_epochs} epochs, its other defaults, on the "
                  "CPU) once." if args.deep_epochs else "CTGAN / TVAE (not DP) are not part of this run (their fit "
                  "times and scores at reduced epochs: results/tabular.md)."),
