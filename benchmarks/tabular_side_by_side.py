@@ -226,8 +226,8 @@ def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
             out.append(dict(dataset=ds, method="npgc 0.3.0 (not DP)", epsilon=1.0, seed=0, kind="npgc"))
             out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0, kind="gc"))
     if args.deep_epochs:  # minutes a fit: after every fast fit, before private-pgm's AIM
-        out += [dict(dataset=ds, method=label, epsilon=None, seed=0, kind=kind) for ds in datasets
-                for kind, label in DEEP.items()]
+        out += [dict(dataset=ds, method=DEEP[kind], epsilon=None, seed=0, kind=kind) for ds in datasets
+                for kind in args.deep_methods]
     if args.pgm_python and (not args.no_pgm_aim or args.pgm_aim_from):
         order = [d for d in AIM_ORDER if d in datasets] + [d for d in datasets if d not in AIM_ORDER]
         out += [dict(dataset=ds, method="private-pgm AIM", epsilon=e, seed=s, kind="pgm_aim")
@@ -419,6 +419,7 @@ def main(argv=None) -> None:
     parser.add_argument("--ref-timeout", type=float, default=600)
     parser.add_argument("--deep-epochs", type=int, default=0,
                         help="CTGAN and TVAE at this many epochs (the papers' 300); 0 = not run (default)")
+    parser.add_argument("--deep-methods", nargs="+", choices=list(DEEP), default=list(DEEP))
     parser.add_argument("--deep-python", default=None, help="Python with the ctgan package (default: this one)")
     parser.add_argument("--deep-timeout", type=float, default=3600)
     parser.add_argument("--no-ours", action="store_true", help="only the references")
