@@ -20,7 +20,15 @@ or Adult on 2 cores) at the first epsilon on every table, smallest tables
 first, then at the next epsilon: a run stopped for time keeps every fast fit
 and the AIM fits it reached; the planned fits it did not reach are listed.
 The references need their own environments (``--pgm-python``, ``--ref-python``);
-a method whose environment is missing is listed as not run.
+a method whose environment is missing is listed as not run. private-pgm's newest
+commit (4d2b3c5, JAX) runs with the versions of its release time, e.g.
+``python -m venv pgm && pgm/bin/pip install "jax==0.7.0" "jaxlib==0.7.0" "chex==0.1.90"
+"optax==0.2.5" "pandas==2.3.1" matplotlib -e private-pgm`` (jax 0.10 fails in its
+estimation, pandas 3 in its sampler). CTGAN and TVAE (``--deep-epochs 300``, the
+papers' epochs; ``--deep-methods``) run in this environment (the ``ctgan`` package
+of the ``bench`` extra), after the fast fits and before private-pgm's AIM; at 300
+epochs a CTGAN fit takes about 1 ms per training row and epoch on 2 cores.
+The md records each environment's versions.
 Results: ``results/tabular_side_by_side{,_quick}.{json,md,png}``.
 """
 
