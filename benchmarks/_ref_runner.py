@@ -16,7 +16,7 @@ import warnings
 from _peak_rss import peak_mib  # this folder is on sys.path: the runner is run as a script
 
 
-def fit_npgc(X, args):
+def fit_npgc(X, args, discrete):
     import npgc
 
     model = npgc.NPGC(epsilon=args.epsilon)
@@ -24,7 +24,7 @@ def fit_npgc(X, args):
     return lambda n: model.sample(n, seed=args.seed + 1)
 
 
-def fit_gaussian_copula(X, args):
+def fit_gaussian_copula(X, args, discrete):
     from sdv.metadata import Metadata
     from sdv.single_table import GaussianCopulaSynthesizer
 
@@ -57,9 +57,13 @@ def fit_deep(X, args, discrete):
     return model.sample
 
 
+#: runner method -> fit(X, args, discrete columns) returning sample(n)
+FITTERS = {"npgc": fit_npgc, "gaussian_copula": fit_gaussian_copula, "ctgan": fit_deep, "tvae": fit_deep}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--method", choices=["npgc", "gaussian_copula", "ctgan", "tvae"], required=True)
+    parser.add_argument("--method", choices=list(FITTERS), required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--dtypes", required=True)
     parser.add_argument("--epsilon", type=float, default=None)
@@ -74,10 +78,7 @@ def main() -> None:
     X = pd.read_csv(args.data, dtype={c: ("str" if t == "str" else "float") for c, t in dtypes.items()})
     base = peak_mib()
     start, cpu = time.perf_counter(), time.process_time()
-    if args.method in ("ctgan", "tvae"):
-        sample = fit_deep(X, args, [c for c, t in dtypes.items() if t == "str"])
-    else:
-        sample = {"npgc": fit_npgc, "gaussian_copula": fit_gaussian_copula}[args.method](X, args)
+    sample = FITTERS[args.method](X, args, [c for c, t in dtypes.items() if t == "str"])
     fit_s, fit_cpu_s = time.perf_counter() - start, time.process_time() - cpu
     peak = peak_mib()
     sample(len(X)).to_csv(args.out, index=False)

@@ -224,15 +224,16 @@ def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
     """
     out = []
     for ds in datasets:
-        for eps in epsilons if not args.no_ours else []:
-            out += [dict(dataset=ds, method=m, epsilon=eps, seed=s, kind="ours") for m in (args.methods or OURS)
-                    for s in range(seeds)]
+        if not args.no_ours:
+            out += [dict(dataset=ds, method=m, epsilon=eps, seed=s, kind="ours") for eps in epsilons
+                    for m in (args.methods or OURS) for s in range(seeds)]
         if args.pgm_python and not args.no_pgm_mst:
             out += [dict(dataset=ds, method="private-pgm MST", epsilon=e, seed=s, kind="pgm_mst")
                     for e in epsilons for s in range(args.pgm_seeds)]
         if args.ref_python:
             out.append(dict(dataset=ds, method="npgc 0.3.0 (not DP)", epsilon=1.0, seed=0, kind="npgc"))
-            out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0, kind="gc"))
+            out.append(dict(dataset=ds, method="SDV GaussianCopula (not DP)", epsilon=None, seed=0,
+                            kind="gaussian_copula"))
     if args.deep_epochs:  # minutes a fit: after every fast fit, before private-pgm's AIM
         out += [dict(dataset=ds, method=DEEP[kind], epsilon=None, seed=0, kind=kind) for ds in datasets
                 for kind in args.deep_methods]
@@ -251,8 +252,7 @@ def run_setting(s: dict, tmp: Path, args) -> dict:
         elif s["kind"].startswith("pgm"):
             info, synth = fit_pgm(s["dataset"], s["kind"][4:], s["epsilon"], s["seed"], tmp, args)
         else:
-            method = {"npgc": "npgc", "gc": "gaussian_copula"}.get(s["kind"], s["kind"])
-            info, synth = fit_ref(s["dataset"], method, s["epsilon"], s["seed"], tmp, args)
+            info, synth = fit_ref(s["dataset"], s["kind"], s["epsilon"], s["seed"], tmp, args)  # kind = runner method
         row.update(info)
         row.update(score(s["dataset"], synth, s["seed"], args.metric_rows))
         row["status"] = "ok"
