@@ -86,7 +86,9 @@ def test_wide_small_table_at_epsilon_5_has_medians_inside_the_real_ranges():
 
 def test_wide_small_table_at_epsilon_1_refuses_before_spending():
     X = student_table()
-    est = NPGCSynthesizer(epsilon=1.0, delta=DELTA, random_state=0)
+    # noise from the seed: with secure noise the noisy count exceeds what the categories need in about 1 fit of 6
+    # (measured: 35 of 200), and the error then rightly names only the numeric columns
+    est = NPGCSynthesizer(epsilon=1.0, delta=DELTA, random_state=0, reproducible_noise=True)
     with pytest.raises(DomainEstimateError) as err:
         est.fit(X)
     msg = str(err.value)
