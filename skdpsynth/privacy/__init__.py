@@ -37,6 +37,7 @@ from skdpsynth.privacy._mechanisms import (
 )
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.privacy._postprocess import normalise_counts, project_to_simplex
+from skdpsynth.privacy._table import PrivateTable
 
 __all__ = [
     "NEIGHBOURING",
@@ -51,6 +52,7 @@ __all__ = [
     "plan_schema_cost",
     "dpsgd_privacy_report",
     "NoiseSource",
+    "PrivateTable",
     "discrete_gaussian_mechanism",
     "dp_count",
     "exponential_mechanism",

@@ -1,0 +1,261 @@
+"""The private table as a synthesizer sees it: a handle whose only outputs are DP answers.
+
+A synthesizer's fit hook receives a :class:`PrivateTable`, never the rows. The handle holds the cohort's rows, the
+public schema, the accountant and the noise source; each query derives its sensitivity from its own definition
+under the neighbouring relation (add or remove all records of one person, one row per person after validation:
+contribution bound 1), charges the accountant, and only then draws noise. What a synthesizer can learn about the
+rows is therefore what the answers say, and what it spends is what the queries charged.
+
+The model is OpenDP's transformation -> measurement chain (a row-wise map keeps the contribution bound; a count per
+cell then has L1 = L2 sensitivity 1) and Tumult Analytics' Session (queries charge one accountant).
+
+Queries
+-------
+``histogram(encode, n_cells)``
+    People per cell of a public row-wise encoding (cells < 0 are dropped): each person is in at most one cell,
+    so L1 = L2 sensitivity 1. Discrete Gaussian at ``rho`` (zCDP) or geometric at ``epsilon`` (pure).
+``marginal(grid, clique)``
+    ``histogram`` of a clique of a :class:`~skdpsynth.PublicGrid`, optionally through public cell maps
+    (compression).
+``select_marginal(grid, cliques, estimates)``
+    Exponential mechanism over ``w_r (||M_r(D) - estimate_r||_1 - penalty_r)``: adding one person changes one cell
+    of each marginal by 1, so each utility by at most ``w_r``; sensitivity ``max_r w_r``.
+``count()``
+    The number of people (sensitivity 1).
+
+With ``epsilon=None`` (a non-private fit) every query returns its exact answer and records a non-private
+declaration, so ``privacy_spent_`` says the release is not private. ``nonprivate_rows`` gives the rows themselves
+only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, exponential_mechanism_zcdp, geometric_mechanism
+from skdpsynth.privacy._noise import NoiseSource
+
+__all__ = ["PrivateTable"]
+
+
+class PrivateTable:
+    """One cohort of private rows, answered only through DP queries.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        The schema-normalised rows, one per person. Kept on the handle only; never returned while private.
+    schema : TableSchema
+        The public domain.
+    accountant : BudgetAccountant
+        This cohort's budget; every query charges it before drawing.
+    noise : NoiseSource
+        The only source of privacy noise.
+
+    Notes
+    -----
+    The handle is not picklable and has no length: the number of people is private.
+    """
+
+    def __init__(self, rows: pd.DataFrame, schema, *, accountant: BudgetAccountant, noise: NoiseSource) -> None:
+        self.__rows = rows
+        self.__codes: dict[int, tuple[object, np.ndarray]] = {}
+        self.schema = schema
+        self.columns = tuple(str(c) for c in rows.columns)
+        self._accountant = accountant
+        self._noise = noise
+
+    # -- public facts and the budget ------------------------------------------------
+    @property
+    def private(self) -> bool:
+        """Whether the queries add noise (False for ``epsilon=None``)."""
+        return self._accountant.private
+
+    @property
+    def cohort(self) -> int:
+        """Index of the cohort (0 for ``fit``)."""
+        return self._accountant.cohort
+
+    def remaining_rho(self, reserve_epsilon: float = 0.0) -> float:
+        """zCDP budget left in this cohort (see ``BudgetAccountant.remaining_rho``)."""
+        return self._accountant.remaining_rho(reserve_epsilon)
+
+    def remaining_epsilon(self) -> float:
+        """Pure-DP budget left in this cohort."""
+        return self._accountant.remaining_epsilon()
+
+    def require(self, records: Sequence[BudgetRecord], what: str) -> None:
+        """Refuse, before anything is measured, a plan the budget cannot serve (see ``BudgetAccountant.require``)."""
+        self._accountant.require(list(records), what=what)
+
+    def __repr__(self) -> str:
+        return f"PrivateTable(columns={list(self.columns)!r}, private={self.private})"
+
+    def __reduce__(self):
+        raise TypeError("a PrivateTable holds private rows and is never pickled")
+
+    # -- queries ------------------------------------------------------------------------
+    def histogram(self, encode: Callable[[pd.DataFrame], np.ndarray], n_cells: int, *, rho: float | None = None,
+                  epsilon: float | None = None, target: str) -> np.ndarray:
+        """Noisy number of people in each cell of a public row-wise encoding.
+
+        Parameters
+        ----------
+        encode : callable
+            Public row-wise map from the rows to integer cells in ``[0, n_cells)`` (negative: in no cell). Being
+            row-wise, it keeps the contribution bound of one row per person.
+        n_cells : int
+            Number of cells.
+        rho, epsilon : float, optional
+            Cost: discrete Gaussian at ``rho`` (zCDP) or geometric at ``epsilon`` (pure). Exactly one when private.
+        target : str
+            What is measured, for the budget log.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_cells,)
+            Sensitivity: adding or removing one person changes one cell by 1 (L1 = L2 = 1).
+        """
+        codes = np.asarray(encode(self.__rows))
+        if codes.shape != (len(self.__rows),):
+            raise ValueError("histogram: encode must map each row to one cell (a row-wise map)")
+        exact = np.bincount(codes[codes >= 0], minlength=n_cells)[:n_cells] if codes.size else np.zeros(n_cells,
+                                                                                                          np.int64)
+        return self._measure(exact, rho, epsilon, target)
+
+    def marginal(self, grid, clique: Sequence[int], *, rho: float | None = None, epsilon: float | None = None,
+                 maps: Sequence[np.ndarray] | None = None, target: str | None = None) -> np.ndarray:
+        """Noisy counts of a clique of a public grid (L1 = L2 sensitivity 1).
+
+        Parameters
+        ----------
+        grid : PublicGrid
+            The public cells (from the schema only).
+        clique : sequence of int
+            Column indices of the grid.
+        rho, epsilon : float, optional
+            As for :meth:`histogram`.
+        maps : sequence of numpy.ndarray, optional
+            Per column of ``clique``, a public map from the grid's cells to compressed cells.
+        target : str, optional
+            Defaults to ``"k-way marginal of (names)"``.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape = the clique's (compressed) cells
+        """
+        clique = tuple(int(j) for j in clique)
+        flat, shape = self._flat(grid, clique, maps)
+        if target is None:
+            names = tuple(grid.columns[j].spec.name for j in clique)
+            target = f"{len(clique)}-way marginal of {names!r}"
+        size = int(np.prod(shape))
+        exact = np.bincount(flat, minlength=size)
+        return self._measure(exact, rho, epsilon, target).reshape(shape)
+
+    def select_marginal(self, grid, cliques: Sequence[Sequence[int]], estimates: Sequence[np.ndarray], *,
+                        rho: float | None, weights: Sequence[float] | None = None,
+                        penalties: Sequence[float] | None = None, maps: Sequence[np.ndarray] | None = None,
+                        target: str) -> int:
+        """Pick the clique whose marginal is worst explained by a public estimate (exponential mechanism, zCDP).
+
+        Utility ``w_r (||M_r(D) - estimates[r]||_1 - penalties[r])``; adding or removing one person moves one cell
+        of ``M_r`` by 1, so the utility by at most ``w_r``: sensitivity ``max_r w_r``.
+
+        Parameters
+        ----------
+        grid : PublicGrid
+            The public cells.
+        cliques : sequence of sequence of int
+            The candidates.
+        estimates : sequence of numpy.ndarray
+            Public (post-processed) estimates of each candidate's marginal, in its (compressed) shape.
+        rho : float or None
+            Cost; ``None`` (non-private) takes the argmax.
+        weights, penalties : sequence of float, optional
+            Default 1 and 0.
+        maps : sequence of numpy.ndarray, optional
+            Public per-column cell maps of the whole grid (indexed by column).
+        target : str
+            For the budget log.
+
+        Returns
+        -------
+        int
+            Index of the chosen candidate.
+        """
+        k = len(cliques)
+        w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
+        pen = np.zeros(k) if penalties is None else np.asarray(penalties, dtype=float)
+        errors = np.empty(k)
+        for i, (clique, est) in enumerate(zip(cliques, estimates)):
+            sub = None if maps is None else [maps[j] for j in clique]
+            flat, shape = self._flat(grid, tuple(clique), sub)
+            exact = np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape)
+            errors[i] = np.abs(exact - np.asarray(est, dtype=float)).sum()
+        utilities = w * (errors - pen)
+        if not self.private:
+            self._accountant.declare_nonprivate(target)
+            return int(np.argmax(utilities))
+        if rho is None:
+            raise ValueError(f"{target}: a private selection needs rho")
+        return exponential_mechanism_zcdp(utilities, sensitivity=float(w.max()), rho=rho, noise=self._noise,
+                                          accountant=self._accountant, target=target)
+
+    def count(self, *, rho: float | None = None, epsilon: float | None = None,
+              target: str = "number of people") -> int:
+        """Noisy number of people (sensitivity 1); may be below 1 (clip as post-processing)."""
+        return int(self._measure(np.array([len(self.__rows)]), rho, epsilon, target)[0])
+
+    def nonprivate_rows(self, why: str) -> pd.DataFrame:
+        """The rows themselves, for a non-private fit (``epsilon=None``) only; recorded as a non-private use.
+
+        Raises
+        ------
+        PermissionError
+            When the table is private.
+        """
+        if self.private:
+            raise PermissionError("the rows of a private table are answered only through DP queries")
+        self._accountant.declare_nonprivate(why)
+        return self.__rows
+
+    # -- internals ------------------------------------------------------------------------
+    def _codes(self, grid) -> np.ndarray:
+        """The grid's codes of every row, encoded once per grid (the grid is held so its id stays unique)."""
+        key = id(grid)
+        if key not in self.__codes:
+            self.__codes[key] = (grid, grid.encode(self.__rows))
+        return self.__codes[key][1]
+
+    def _flat(self, grid, clique: tuple[int, ...], maps) -> tuple[np.ndarray, tuple[int, ...]]:
+        codes = self._codes(grid)
+        cols, shape = [], []
+        for i, j in enumerate(clique):
+            col = codes[:, j]
+            if maps is not None:
+                col = maps[i][col]
+                shape.append(int(maps[i].max()) + 1)
+            else:
+                shape.append(int(grid.columns[j].n_cells))
+            cols.append(col)
+        flat = np.zeros(codes.shape[0], dtype=np.int64)
+        for col, size in zip(cols, shape):
+            flat = flat * size + col
+        return flat, tuple(shape)
+
+    def _measure(self, exact: np.ndarray, rho: float | None, epsilon: float | None, target: str) -> np.ndarray:
+        if not self.private:
+            self._accountant.declare_nonprivate(target)
+            return exact.astype(np.int64)
+        if (rho is None) == (epsilon is None):
+            raise ValueError(f"{target}: give exactly one of rho (zCDP) or epsilon (pure DP) for a private query")
+        if rho is not None:
+            return discrete_gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho, noise=self._noise,
+                                               accountant=self._accountant, target=target)
+        return geometric_mechanism(exact, sensitivity=1.0, epsilon=epsilon, noise=self._noise,
+                                   accountant=self._accountant, target=target)
