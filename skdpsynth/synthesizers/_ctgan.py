@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import seconds_to_datetime
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
+from skdpsynth.privacy import PrivateTable
 
 __all__ = ["CTGANSynthesizer", "TVAESynthesizer"]
 
@@ -102,9 +103,11 @@ class _CTGANAdapter(BaseTabularSynthesizer):
     def _make_model(self, ctgan):
         """A fresh ``ctgan`` model configured from the parameters."""
 
-    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+    _takes_table = True
+
+    def _fit_table(self, table: PrivateTable, ctx: FitContext) -> None:
         ctgan = _import_ctgan()
-        ctx.accountant.declare_nonprivate(f"{self._model_name} trained on the data")
+        X = table.nonprivate_rows(f"{self._model_name} trained on the data")  # epsilon is None: not DP
         frame, discrete = self._to_frame(X)
         if ctx.first or not hasattr(self, "model_"):
             self.model_ = self._make_model(ctgan)
