@@ -76,3 +76,41 @@ def test_the_boundary_test_can_fail(tmp_path):
     tree = ast.parse("def _fit(self, X, rngs):\n    return X + rngs['noise'].laplace(0, 1, 3)\n")
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
     assert any(c.func.attr in NOISE_METHODS for c in calls)
+
+
+#: registered synthesizers whose fit still receives the rows rather than a PrivateTable, each with why; the test
+#: below fails when one of them is converted (so the list only shrinks) or a new one is added without the handle
+NOT_YET_ON_THE_HANDLE = {
+    "NPGCSynthesizer": "its exact cohort statistics (counts, pair tables, ECDF) are computed before the handle",
+    "MSTSynthesizer": "being moved onto the shared marginal engine",
+    "AIMSynthesizer": "being moved onto the shared marginal engine",
+    "DPMarginalsSynthesizer": "being moved onto the shared marginal engine",
+    "DPHistogramSynthesizer": "being moved onto the shared marginal engine",
+    "DPCTGANSynthesizer": "DP-SGD batches are drawn from the encoded rows in the synthesizer",
+    "PATEGANSynthesizer": "the teachers' partitions are drawn from the encoded rows in the synthesizer",
+    "CAPSSynthesizer": "DP-SGD batches are drawn from the encoded rows in the synthesizer",
+    "DPMarkovSynthesizer": "sequence data: no sequence handle yet",
+    "DPHistSeqSynthesizer": "sequence data: no sequence handle yet",
+}
+
+
+def test_synthesizers_see_the_data_only_through_the_handle():
+    from skdpsynth.synthesizers._registry import REGISTRY
+
+    on_handle = {info.name for info in REGISTRY if getattr(info.load(), "_takes_table", False)}
+    names = {info.name for info in REGISTRY}
+    assert not (on_handle & set(NOT_YET_ON_THE_HANDLE)), "converted: remove from NOT_YET_ON_THE_HANDLE"
+    assert names - set(NOT_YET_ON_THE_HANDLE) == on_handle
+
+
+def test_only_the_privacy_core_opens_the_handle():
+    # the rows inside a PrivateTable are name-mangled; nothing outside privacy/ may reach for them, and only a
+    # non-private synthesizer (epsilon=None) may ask for them through the door that records the use
+    problems = []
+    for rel, tree in _modules(outside="privacy/"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_PrivateTable__"):
+                problems.append(f"{rel}:{node.lineno} reaches into the handle ({node.attr})")
+            if isinstance(node, ast.Attribute) and node.attr == "nonprivate_rows" and rel != "synthesizers/_ctgan.py":
+                problems.append(f"{rel}:{node.lineno} asks for the rows of the handle")
+    assert not problems, "\n".join(problems)
