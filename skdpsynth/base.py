@@ -408,9 +408,11 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             # where the domain was estimated on this very cohort, the estimate's noisy tail check covers its bounds
             clipped = None if ctx.first and given is None else ClipTally().add(masks)
         self._count_clipped(clipped, ctx)
-        if self._takes_table:
-            Xn = PrivateTable(Xn, self.schema_, accountant=ctx.accountant, noise=ctx.noise)
-        self._fit_table(Xn, ctx)
+        self._fit_table(self._private_view(Xn, ctx) if self._takes_table else Xn, ctx)
+
+    def _private_view(self, Xn: Any, ctx: FitContext) -> Any:
+        """What ``_fit_table`` receives when ``_takes_table``: the cohort behind a handle of DP queries."""
+        return PrivateTable(Xn, self.schema_, accountant=ctx.accountant, noise=ctx.noise)
 
     #: True for synthesizers whose ``_fit_table`` takes a :class:`~skdpsynth.privacy.PrivateTable` (the rows seen
     #: only through DP queries) instead of the normalised DataFrame; see ``tests/test_boundary.py`` for the list of

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, exponential_mechanism_zcdp, geometric_mechanism
+from skdpsynth.privacy._answers import PrivateVector
 from skdpsynth.privacy._noise import NoiseSource
 
 __all__ = ["PrivateTable"]
@@ -123,9 +123,8 @@ class PrivateTable:
         codes = np.asarray(encode(self.__rows))
         if codes.shape != (len(self.__rows),):
             raise ValueError("histogram: encode must map each row to one cell (a row-wise map)")
-        exact = np.bincount(codes[codes >= 0], minlength=n_cells)[:n_cells] if codes.size else np.zeros(n_cells,
-                                                                                                          np.int64)
-        return self._measure(exact, rho, epsilon, target)
+        exact = np.bincount(codes[codes >= 0], minlength=n_cells)[:n_cells]
+        return self._counts(exact).measure(rho=rho, epsilon=epsilon, target=target).astype(np.int64)
 
     def marginal(self, grid, clique: Sequence[int], *, rho: float | None = None, epsilon: float | None = None,
                  maps: Sequence[np.ndarray] | None = None, target: str | None = None) -> np.ndarray:
@@ -153,9 +152,8 @@ class PrivateTable:
         if target is None:
             names = tuple(grid.columns[j].spec.name for j in clique)
             target = f"{len(clique)}-way marginal of {names!r}"
-        size = int(np.prod(shape))
-        exact = np.bincount(flat, minlength=size)
-        return self._measure(exact, rho, epsilon, target).reshape(shape)
+        exact = np.bincount(flat, minlength=int(np.prod(shape)))
+        return self._counts(exact).measure(rho=rho, epsilon=epsilon, target=target).astype(np.int64).reshape(shape)
 
     def select_marginal(self, grid, cliques: Sequence[Sequence[int]], estimates: Sequence[np.ndarray], *,
                         rho: float | None, weights: Sequence[float] | None = None,
@@ -188,28 +186,26 @@ class PrivateTable:
         int
             Index of the chosen candidate.
         """
-        k = len(cliques)
-        w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
-        pen = np.zeros(k) if penalties is None else np.asarray(penalties, dtype=float)
-        errors = np.empty(k)
-        for i, (clique, est) in enumerate(zip(cliques, estimates)):
+        exact, index, groups = [], [], []
+        start = 0
+        for g, clique in enumerate(cliques):
             sub = None if maps is None else [maps[j] for j in clique]
             flat, shape = self._flat(grid, tuple(clique), sub)
-            exact = np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape)
-            errors[i] = np.abs(exact - np.asarray(est, dtype=float)).sum()
-        utilities = w * (errors - pen)
-        if not self.private:
-            self._accountant.declare_nonprivate(target)
-            return int(np.argmax(utilities))
-        if rho is None:
+            exact.append(np.bincount(flat, minlength=int(np.prod(shape))))
+            index.append(np.arange(start, start + exact[-1].size))
+            groups.append(np.full(exact[-1].size, g))
+            start += exact[-1].size
+        # each candidate marginal is one group: a person is in one of its cells
+        vector = PrivateVector(np.concatenate(exact), np.concatenate(groups), np.ones(len(cliques)),
+                               accountant=self._accountant, noise=self._noise)
+        if self.private and rho is None:
             raise ValueError(f"{target}: a private selection needs rho")
-        return exponential_mechanism_zcdp(utilities, sensitivity=float(w.max()), rho=rho, noise=self._noise,
-                                          accountant=self._accountant, target=target)
+        return vector.select(index, estimates, rho=rho, weights=weights, penalties=penalties, target=target)
 
     def count(self, *, rho: float | None = None, epsilon: float | None = None,
               target: str = "number of people") -> int:
         """Noisy number of people (sensitivity 1); may be below 1 (clip as post-processing)."""
-        return int(self._measure(np.array([len(self.__rows)]), rho, epsilon, target)[0])
+        return int(self._counts(np.array([len(self.__rows)])).measure(rho=rho, epsilon=epsilon, target=target)[0])
 
     def nonprivate_rows(self, why: str) -> pd.DataFrame:
         """The rows themselves, for a non-private fit (``epsilon=None``) only; recorded as a non-private use.
@@ -248,14 +244,7 @@ class PrivateTable:
             flat = flat * size + col
         return flat, tuple(shape)
 
-    def _measure(self, exact: np.ndarray, rho: float | None, epsilon: float | None, target: str) -> np.ndarray:
-        if not self.private:
-            self._accountant.declare_nonprivate(target)
-            return exact.astype(np.int64)
-        if (rho is None) == (epsilon is None):
-            raise ValueError(f"{target}: give exactly one of rho (zCDP) or epsilon (pure DP) for a private query")
-        if rho is not None:
-            return discrete_gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho, noise=self._noise,
-                                               accountant=self._accountant, target=target)
-        return geometric_mechanism(exact, sensitivity=1.0, epsilon=epsilon, noise=self._noise,
-                                   accountant=self._accountant, target=target)
+    def _counts(self, exact: np.ndarray) -> PrivateVector:
+        """Counts of people in disjoint cells: one group, bound 1 (a person is in one cell)."""
+        return PrivateVector(exact, np.zeros(exact.size, dtype=np.int64), np.ones(1), accountant=self._accountant,
+                             noise=self._noise)
