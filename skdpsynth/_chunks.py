@@ -7,7 +7,7 @@ the release and its privacy accounting are those of a fit on the whole table.
 This module is the shared part: recognising chunked input and the map-reduce
 over it (locally, or on a Dask cluster through ``dask.delayed`` with a tree
 reduction, so only the statistics travel). A synthesizer supplies the
-per-chunk function and the merge (NPGC: :mod:`skdpsynth.synthesizers._npgc_statistics`).
+per-chunk function and the merge (NPGC: :mod:`skdpsynth.privacy._copula_statistics`).
 """
 
 from __future__ import annotations

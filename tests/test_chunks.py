@@ -10,7 +10,7 @@ from sklearn.base import clone
 
 from skdpsynth import NPGCSynthesizer, SchemaError, TableSchema
 from skdpsynth._chunks import chunks_of, is_chunked, is_dask_frame, leading_rows, map_reduce
-from skdpsynth.synthesizers._npgc_statistics import (
+from skdpsynth.privacy._copula_statistics import (
     CHUNK_CELLS,
     PairCounter,
     PairLayout,

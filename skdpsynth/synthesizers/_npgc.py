@@ -2,8 +2,8 @@
 
 This module: the estimator (fit from the exact sufficient statistics of a
 cohort, whether a table in memory, an iterable of chunks or a Dask DataFrame;
-sampling). The public cells are in :mod:`._npgc_cells`, the statistics in
-:mod:`._npgc_statistics`, the dependence (Kendall's tau, its private release)
+sampling). The public cells are in :mod:`._npgc_cells`, the statistics and the handle that answers them only
+under DP in :mod:`skdpsynth.privacy._copula_statistics`, the dependence (Kendall's tau, its private release)
 in :mod:`._npgc_dependence`, the tau-to-correlation bridge in
 :mod:`._npgc_bridge` and the sampler in :mod:`._npgc_copula`. Figures: ``docs/npgc.md``.
 """
@@ -17,7 +17,8 @@ import pandas as pd
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord, approx_dp_to_zcdp
+from skdpsynth.privacy._accounting import BudgetRecord, approx_dp_to_zcdp
+from skdpsynth.privacy._copula_statistics import CohortStatistics, PairLayout, PrivateCopulaStatistics, dependence_map
 from skdpsynth.synthesizers._npgc_cells import NPGCColumnCells, build_cells
 from skdpsynth.synthesizers._npgc_copula import GaussianCopula
 from skdpsynth.synthesizers._npgc_dependence import (
@@ -34,7 +35,6 @@ from skdpsynth.synthesizers._npgc_marginals import (
     pool_rare_cells,
     probabilities,
 )
-from skdpsynth.synthesizers._npgc_statistics import CohortStatistics, PairLayout, dependence_map, frame_statistics
 from skdpsynth.synthesizers._npgc_tables import TABLE_SHARE, TableForest, candidate_pairs, release_tables
 
 __all__ = ["NPGCSynthesizer", "NPGCColumnCells", "build_cells"]
@@ -244,49 +244,51 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         return [BudgetRecord("geometric", "NPGC model", "pure", epsilon=eps_left)]
 
     # -- fitting ------------------------------------------------------------------------
-    def _fit_table(self, X: pd.DataFrame | CohortStatistics, ctx: FitContext) -> None:
-        """Fit from the cohort's statistics (computed by :meth:`_check_input`, or here from the normalised table)."""
+    _takes_table = True
+
+    def _private_view(self, Xn: pd.DataFrame | CohortStatistics, ctx: FitContext) -> PrivateCopulaStatistics:
+        """The cohort's statistics (from :meth:`_check_input`, or from the normalised table when the domain was
+        estimated or read from this table first) behind DP queries."""
+        if isinstance(Xn, CohortStatistics):
+            return PrivateCopulaStatistics(Xn, accountant=ctx.accountant, noise=ctx.noise)
+        cells = build_cells(self.schema_, self.n_bins, self.max_integer_cells) if ctx.first else self.cells_
+        return PrivateCopulaStatistics.from_rows(Xn, cells, accountant=ctx.accountant, noise=ctx.noise)
+
+    def _fit_table(self, stats: PrivateCopulaStatistics, ctx: FitContext) -> None:
+        """Noisy marginals, then the dependence, from the cohort's statistics (DP answers only); fold it in."""
         if ctx.first:
             self._start_model()
-        if not isinstance(X, CohortStatistics):  # the domain was estimated or read from this table first
-            X = frame_statistics(X, self.cells_, exact_values=not ctx.accountant.private)
-        self._fit_statistics(X, ctx)
-
-    def _fit_statistics(self, stats: CohortStatistics, ctx: FitContext) -> None:
-        """Noisy marginals, then the dependence, from the cohort's exact statistics; fold the cohort in."""
-        private = ctx.accountant.private
+        private = stats.private
         cells = np.array([g.n_cells for g in self.cells_])
         d = len(cells)
         offsets = np.concatenate([[0], np.cumsum(cells)])
         plan, costs = None, None
         tables_on = self._candidates.any() if ctx.first else bool(self.table_edges_)
         if private:
-            costs = self._split_budget(ctx.accountant, d)
-            counts, n_hat, a, var_cell = noisy_marginals(stats.counts, cells, offsets, costs[0], ctx)
+            costs = self._split_budget(stats, d)
+            counts, n_hat, a, var_cell = noisy_marginals(stats, cells, offsets, costs[0])
             self._exact_only = False
             plan, tables_on = self._plan(d, a, costs[1], tables_on)
             if plan is not None and plan.statistic == "none":
-                counts, n_hat, var_cell = marginals_again(stats, counts, var_cell, cells, offsets, costs[1], ctx)
+                counts, n_hat, var_cell = marginals_again(stats, counts, var_cell, cells, offsets, costs[1])
             self._count_variance += var_cell
         else:
-            counts, n_hat = stats.counts, float(stats.n)
-            ctx.accountant.declare_nonprivate(f"histograms of all {d} columns (exact empirical marginals)")
-            self._merge_ecdf(stats.ecdf)
+            exact = stats.nonprivate(f"histograms of all {d} columns (exact empirical marginals)")
+            counts, n_hat = exact.counts, float(exact.n)
+            self._merge_ecdf(exact.ecdf)
         per_col = [counts[offsets[j]:offsets[j + 1]] for j in range(d)]
         probs = probabilities(self._pooled(per_col, var_cell) if private else per_col, n_hat if private else None)
         dep = [np.bincount(dependence_map(g), weights=p) for g, p in zip(self.cells_, probs)]  # the tables' cells
         corr, tables = np.eye(d), []
         if plan is not None and plan.statistic != "none":
             copula_cost = _share(costs[1], 1.0 - TABLE_SHARE if tables_on else 1.0)
-            corr = release_correlation(stats.tables, stats.n, a, dep, n_hat, copula_cost, noise=ctx.noise,
-                                       accountant=ctx.accountant)
+            corr = release_correlation(stats, a, dep, n_hat, copula_cost)
         elif d > 1 and not private:
-            corr = exact_correlation(stats.tables, stats.n, dep)
-            ctx.accountant.declare_nonprivate(f"Kendall's tau of all {d * (d - 1) // 2} column pairs")
+            exact = stats.nonprivate(f"Kendall's tau of all {d * (d - 1) // 2} column pairs")
+            corr = exact_correlation(exact.tables, exact.n, dep)
         if tables_on:
-            edges, tables = release_tables(stats.tables, PairLayout([len(p) for p in dep]), self._candidates, dep,
+            edges, tables = release_tables(stats, PairLayout([len(p) for p in dep]), self._candidates, dep,
                                            corr, n_hat, _share(costs[1], TABLE_SHARE) if private else None,
-                                           noise=ctx.noise, accountant=ctx.accountant,
                                            edges=None if ctx.first else self.table_edges_,
                                            ordered=self._ordered)
             if ctx.first:
@@ -343,15 +345,15 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         self.cohort_sizes_ = []
         self._cohort_correlations = []
 
-    def _split_budget(self, accountant: BudgetAccountant, d: int) -> tuple[dict, dict | None]:
+    def _split_budget(self, stats: PrivateCopulaStatistics, d: int) -> tuple[dict, dict | None]:
         """Costs of the marginals and of the tau vector (``{"rho": .}`` or ``{"epsilon": .}``), checked up front."""
         share = self._marginal_share(d)
-        zcdp = accountant.delta_zcdp > 0
-        total = accountant.remaining_rho() if zcdp else accountant.remaining_epsilon()
+        zcdp = stats.zcdp
+        total = stats.remaining_rho() if zcdp else stats.remaining_epsilon()
         key = "rho" if zcdp else "epsilon"
         costs = ({key: total * share}, {key: total - total * share} if d > 1 else None)
         plan = [BudgetRecord("planned", "NPGC model", "zcdp" if zcdp else "pure", **c) for c in costs if c]
-        accountant.require(plan, what=f"{type(self).__name__}.fit")
+        stats.require(plan, what=f"{type(self).__name__}.fit")
         return costs
 
     def _marginal_share(self, d: int) -> float:

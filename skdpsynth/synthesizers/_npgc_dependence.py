@@ -2,7 +2,8 @@
 
 * Exact pair counts: ``S`` = concordant minus discordant pairs of two
   discretised columns, an integer computed from their contingency table
-  (:func:`concordances`, O(cells) per pair, vectorised over the pairs).
+  (:func:`~skdpsynth.privacy._copula_statistics.concordances`, inside the privacy core, which answers them only
+  under DP; the functions on codes here serve the non-private mode and the tests).
 * The private release (:func:`release_correlation`): every pair's tau at once,
   integer noise on integer numerators (:func:`noisy_kendall_tau`), or, when that
   would drown the pairs in noise, chosen pairs measured with clipped normal
@@ -18,12 +19,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skdpsynth.privacy._accounting import BudgetAccountant
-from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism
-from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.privacy._copula_statistics import (
+    PairLayout,
+    PrivateCopulaStatistics,
+    concordance,
+    concordances,
+    padded_concordances,
+    pair_numerators,
+    public_numerator,
+)
 from skdpsynth.synthesizers._npgc_bridge import PairBridge, nearest_correlation
 from skdpsynth.synthesizers._npgc_scores import CLIP, adaptive_scores
-from skdpsynth.synthesizers._npgc_statistics import PairLayout
 
 __all__ = ["concordance", "concordances", "kendall_tau_a", "pair_tables", "all_pairs_concordance",
            "all_pairs_tau_a", "public_numerator", "pair_numerators", "noisy_kendall_tau", "DependencePlan",
@@ -47,26 +53,6 @@ SELECTION_SHARE = 0.5
 
 
 # ---------------------------------------------------------------------------------------- exact pair counts
-def concordances(tables: np.ndarray) -> np.ndarray:
-    """``S`` (concordant minus discordant pairs) of every table of a stack (P, nx, ny), exactly (int64).
-
-    ``ge[i, l]`` counts ``x >= i, y >= l`` and ``le[i, l]`` counts ``x >= i, y <= l`` (2-D cumulative sums),
-    so the cost is O(cells) per table; tied pairs (same row or same column) count 0.
-    """
-    t = np.asarray(tables, dtype=np.int64)
-    if t.shape[-2] < 2 or t.shape[-1] < 2:
-        return np.zeros(t.shape[:-2], dtype=np.int64)
-    ge = t[..., ::-1, ::-1].cumsum(-2).cumsum(-1)[..., ::-1, ::-1]
-    le = t[..., ::-1, :].cumsum(-2)[..., ::-1, :].cumsum(-1)
-    return ((t[..., :-1, :-1] * ge[..., 1:, 1:]).sum((-2, -1))
-            - (t[..., :-1, 1:] * le[..., 1:, :-1]).sum((-2, -1)))
-
-
-def concordance(table: np.ndarray) -> int:
-    """``S`` of one contingency table (rows and columns ordered), exactly."""
-    return int(concordances(np.asarray(table)[None])[0])
-
-
 def _table(codes_x: np.ndarray, codes_y: np.ndarray, nx: int, ny: int) -> np.ndarray:
     return np.bincount(codes_x * ny + codes_y, minlength=nx * ny).reshape(nx, ny)
 
@@ -96,40 +82,11 @@ def all_pairs_concordance(codes: np.ndarray, cells: np.ndarray, pad: int = 0) ->
     return padded_concordances(*pair_tables(codes, cells), pad)
 
 
-def padded_concordances(tables: np.ndarray, layout: PairLayout, pad: int = 0) -> np.ndarray:
-    """``S`` of every pair's table with ``pad`` dummy people added in cell (0, 0), ``np.triu_indices`` order."""
-    out = []
-    for _, block in layout.blocks(tables):
-        if pad > 0:
-            block = block.copy()
-            block[:, 0, 0] += pad
-        out.append(concordances(block))
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
-
-
 def all_pairs_tau_a(codes: np.ndarray, cells: np.ndarray, pad: int = 0) -> np.ndarray:
     """Kendall's tau-a of every pair of columns (exact; used without noise in the non-private mode)."""
     m = codes.shape[0] + pad
     s = all_pairs_concordance(codes, cells, pad)
     return s / math.comb(m, 2) if m >= 2 else np.zeros(len(s))
-
-
-def public_numerator(s: np.ndarray, m: int, a: int) -> np.ndarray:
-    """``S`` re-expressed on the public number of pairs ``C(a, 2)``: ``floor(S C(a, 2) / C(m, 2) + 1/2)``.
-
-    Computed in exact integer arithmetic. It is ``S`` itself when ``m = a``.
-    Rounding half up is monotone and commutes with integer shifts, so an
-    integer bound on how far the unrounded value moves also bounds the rounded
-    one (:func:`noisy_kendall_tau`).
-    """
-    ca, cm = math.comb(a, 2), math.comb(m, 2)
-    return np.array([(2 * int(v) * ca + cm) // (2 * cm) for v in s], dtype=np.int64)
-
-
-def pair_numerators(tables: np.ndarray, layout: PairLayout, n: int, a: int) -> np.ndarray:
-    """The released query before noise: every pair's padded ``S`` on ``C(a, 2)`` pairs (private, exact)."""
-    m = max(n, a)
-    return public_numerator(padded_concordances(tables, layout, m - n), m, a)
 
 
 # ---------------------------------------------------------------------------------------- private release
@@ -139,73 +96,17 @@ def _tau_target(p: int, a: int, what: str | None = None) -> str:
             f"discordant pairs on C({a}, 2) pairs)")
 
 
-def noisy_kendall_tau(q: np.ndarray, a: int, *, noise: NoiseSource, accountant: BudgetAccountant,
-                      rho: float | None = None, epsilon: float | None = None, what: str | None = None) -> np.ndarray:
-    """Kendall's tau-a of ``P`` column pairs, released with integer noise; rho-zCDP (or epsilon-DP).
+def noisy_kendall_tau(stats: PrivateCopulaStatistics, layout: PairLayout, a: int, *, rho: float | None = None,
+                      epsilon: float | None = None, what: str | None = None) -> np.ndarray:
+    """Kendall's tau-a of every pair, from its numerator on ``C(a, 2)`` pairs released with integer noise.
 
-    Neighbouring relation: add or remove one person (one row).
-
-    *Query.* The data are padded with ``max(0, a - n)`` dummy people in cell
-    (0, 0), so the query sees ``m = max(n, a)`` people, where ``a >= 2`` is
-    public (derived from already released counts). Per pair, ``tau = S /
-    C(m, 2)`` and the released integer is ``q = round(tau C(a, 2))``
-    (:func:`public_numerator`, :func:`pair_numerators`): ``S`` itself whenever ``n <= a``.
-
-    *Sensitivity of q: 2 (a - 1) per pair.* Let ``D' = D + one person``, ``|D|
-    = n``. (i) ``n < a``: both are padded to exactly ``a`` people and ``D'``
-    replaces one dummy by the person. That person's ``a - 1`` pair terms (each
-    -1, 0 or +1) change by at most 2 each, the others not at all, so ``|dS| <=
-    2 (a - 1)``, which is tight (with ``a - 1`` people at cell (1, 1), the
-    dummy is concordant with all of them and a person at (2, 0) discordant
-    with all). Since ``m = a``, ``q = S``: ``|dq| <= 2 (a - 1)``.
-    (ii) ``n >= a``: no padding, ``m = n -> n + 1``. With ``|S| <= C(n, 2)``
-    and the new person's terms ``s``, ``|s| <= n``, ``tau - tau' = 4 S / (n (n
-    - 1)(n + 1)) - 2 s / (n (n + 1))``, each part at most ``2 / (n + 1)``, so
-    ``|dtau| <= 4 / (n + 1) < 4 / a`` and ``|d(tau C(a, 2))| < 2 (a - 1)``.
-    In both cases the unrounded value moves by at most the integer ``K = 2 (a
-    - 1)``, hence so does ``q`` (rounding half up is monotone and commutes
-    with integer shifts). The raw ``S`` would not do: it moves by up to ``n``
-    when ``n >= a``, a private and unbounded sensitivity; rescaling to the
-    public ``C(a, 2)`` pairs bounds it. On the tau scale: ``4 / a`` per pair.
-    Coarsening a column's cells (public, :func:`~._npgc_statistics.dependence_map`)
-    changes none of this: the person still has one cell per column.
-
-    *Mechanism.* One person moves every pair, so the vector ``q`` has L2
-    sensitivity ``sqrt(P) 2 (a - 1)`` (discrete Gaussian, rho-zCDP) and L1
-    sensitivity ``P 2 (a - 1)`` (two-sided geometric, epsilon-DP, when
-    ``epsilon`` is given instead of ``rho``). There is no failure probability:
-    the bound holds for every ``a``; padding only biases tau towards 0 in the
-    rare event ``n < a``. The noisy integers are divided by the public
-    ``C(a, 2)`` (post-processing).
-
-    Parameters
-    ----------
-    q : ndarray of int
-        The exact numerators of the pairs (:func:`pair_numerators`; private).
-    a : int
-        Public lower size of the query (>= 2).
-    noise, accountant
-        Where the noise comes from and where the cost is charged.
-    rho, epsilon : float
-        Exactly one: the zCDP or pure-DP cost.
-    what : str, optional
-        How the pairs were chosen, for the budget log (None: all pairs).
-
-    Returns
-    -------
-    ndarray of float
-        Noisy tau-a of every pair, not clipped.
+    The query and its sensitivity (``2 (a - 1)`` per pair: L2 ``sqrt(P) 2 (a - 1)`` for the discrete Gaussian
+    at ``rho``, L1 ``P 2 (a - 1)`` for the geometric mechanism at ``epsilon``) are stated by
+    :meth:`~skdpsynth.privacy._copula_statistics.PrivateCopulaStatistics.kendall_numerators`; the noisy
+    integers are divided by the public ``C(a, 2)`` (post-processing). Not clipped.
     """
-    a = int(a)
-    if a < 2 or (rho is None) == (epsilon is None):
-        raise ValueError("noisy_kendall_tau needs a >= 2 and exactly one of rho and epsilon.")
-    p, k = len(q), 2 * (a - 1)
-    kw = {"noise": noise, "accountant": accountant, "target": _tau_target(p, a, what)}
-    if rho is not None:
-        noisy = discrete_gaussian_mechanism(q, l2_sensitivity=math.sqrt(p) * k, rho=rho, **kw)
-    else:
-        noisy = geometric_mechanism(q, sensitivity=float(p * k), epsilon=epsilon, **kw)
-    return noisy / math.comb(a, 2)
+    q = stats.kendall_numerators(layout, a)
+    return q.measure(rho=rho, epsilon=epsilon, target=_tau_target(q.size, int(a), what)) / math.comb(int(a), 2)
 
 
 @dataclass(frozen=True)
@@ -261,11 +162,11 @@ def plan_dependence(d: int, a: int, cost: dict) -> DependencePlan:
     return DependencePlan("scores", k, min(ROUNDS, k), SELECTION_SHARE)
 
 
-def release_correlation(tables: np.ndarray, n: int, a: int, probs: list[np.ndarray], n_hat: float, cost: dict, *,
-                        noise: NoiseSource, accountant: BudgetAccountant) -> np.ndarray:
-    """The latent correlation from the private pair tables at ``cost`` (``{"rho": .}`` or ``{"epsilon": .}``).
+def release_correlation(stats: PrivateCopulaStatistics, a: int, probs: list[np.ndarray], n_hat: float,
+                        cost: dict) -> np.ndarray:
+    """The latent correlation from the cohort's pair tables at ``cost`` (``{"rho": .}`` or ``{"epsilon": .}``).
 
-    ``tables``, ``n`` are exact (private); ``a``, ``probs`` (noisy marginals on
+    ``stats`` answers only DP queries; ``a``, ``probs`` (noisy marginals on
     the dependence cells) and ``n_hat`` are released. All pairs' Kendall's tau
     at once (:func:`noisy_kendall_tau`) or chosen pairs' normal scores
     (:func:`~._npgc_scores.adaptive_scores`), as :func:`plan_dependence` says.
@@ -274,12 +175,10 @@ def release_correlation(tables: np.ndarray, n: int, a: int, probs: list[np.ndarr
     layout = PairLayout([len(p) for p in probs])
     plan = plan_dependence(d, a, cost)
     if plan.statistic == "scores":
-        return adaptive_scores(tables, layout, probs, n_hat, plan.n_pairs, plan.rounds, plan.selection,
-                               noise=noise, accountant=accountant, **cost)
-    q = pair_numerators(tables, layout, n, a)
+        return adaptive_scores(stats, layout, probs, n_hat, plan.n_pairs, plan.rounds, plan.selection, **cost)
     iu, ju = np.triu_indices(d, 1)
     finite = (n_hat - 1.0) / n_hat if n_hat > 1 else 1.0  # sample tau-a = population tau-a * n / (n - 1)
-    tau = noisy_kendall_tau(q, a, noise=noise, accountant=accountant, **cost)
+    tau = noisy_kendall_tau(stats, layout, a, **cost)
     corr = np.eye(d)
     r = PairBridge(probs, iu, ju).correlation(np.clip(tau, -1.0, 1.0) * finite)
     corr[iu, ju] = r

@@ -15,9 +15,9 @@ import pandas as pd
 from skdpsynth._chunks import is_chunked, leading_rows, map_reduce
 from skdpsynth.base import TableInput
 from skdpsynth.exceptions import SchemaError
+from skdpsynth.privacy._copula_statistics import CohortStatistics, frame_statistics
 from skdpsynth.schema import TableSchema, resolve_schema
 from skdpsynth.synthesizers._npgc_cells import NPGCColumnCells, build_cells
-from skdpsynth.synthesizers._npgc_statistics import CohortStatistics, frame_statistics
 from skdpsynth.utils._validation import check_table
 
 __all__ = ["NPGCInput"]

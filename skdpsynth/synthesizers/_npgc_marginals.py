@@ -7,13 +7,8 @@ import math
 
 import numpy as np
 
-from skdpsynth.base import FitContext
-from skdpsynth.privacy._mechanisms import (
-    discrete_gaussian_mechanism,
-    gaussian_sigma,
-    geometric_mechanism,
-    geometric_variance,
-)
+from skdpsynth.privacy._copula_statistics import PrivateCopulaStatistics
+from skdpsynth.privacy._mechanisms import gaussian_sigma, geometric_variance
 from skdpsynth.privacy._postprocess import project_to_simplex
 
 __all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities",
@@ -27,23 +22,21 @@ N_BOUND_Z = 3.0
 RARE_Z = 3.0
 
 
-def measure_histograms(exact, cells, offsets, cost: dict, ctx: FitContext, again: bool = False):
+def measure_histograms(stats: PrivateCopulaStatistics, cells, offsets, cost: dict, again: bool = False):
     """All columns' histograms in one mechanism (L2 sensitivity sqrt(d)); returns (noisy, variance per cell)."""
     d = len(cells)
     what = f"histograms of all {d} columns on the public grid ({int(offsets[-1])} cells)"
     if again:
         what = f"second measurement of the {what}: the dependence is out of reach at this size"
-    kw = {"noise": ctx.noise, "accountant": ctx.accountant, "target": what}
+    noisy = stats.histograms(offsets).measure(**cost, target=what)
     if "rho" in cost:
-        noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=math.sqrt(d), rho=cost["rho"], **kw)
         return noisy, gaussian_sigma(math.sqrt(d), cost["rho"]) ** 2  # the discrete Gaussian's variance is <=
-    noisy = geometric_mechanism(exact, sensitivity=float(d), epsilon=cost["epsilon"], **kw)
     return noisy, geometric_variance(float(d), cost["epsilon"])
 
 
-def noisy_marginals(exact, cells, offsets, cost: dict, ctx: FitContext):
+def noisy_marginals(stats: PrivateCopulaStatistics, cells, offsets, cost: dict):
     """Noisy integer histograms of all columns in one mechanism; returns (counts, n_hat, a, variance)."""
-    noisy, var_cell = measure_histograms(exact, cells, offsets, cost, ctx)
+    noisy, var_cell = measure_histograms(stats, cells, offsets, cost)
     return (noisy, *size_estimate(noisy, cells, offsets, var_cell), var_cell)
 
 
@@ -59,9 +52,9 @@ def size_estimate(noisy, cells, offsets, var_cell: float) -> tuple[float, int]:
     return max(n_hat, 0.0), a
 
 
-def marginals_again(stats, counts, var_cell, cells, offsets, cost, ctx):
+def marginals_again(stats: PrivateCopulaStatistics, counts, var_cell, cells, offsets, cost):
     """Spend the dependence budget on a second measurement of the marginals; the precision-weighted mean."""
-    again, var_again = measure_histograms(stats.counts, cells, offsets, cost, ctx, again=True)
+    again, var_again = measure_histograms(stats, cells, offsets, cost, again=True)
     w, w_again = 1.0 / var_cell, 1.0 / var_again
     merged = np.rint((w * counts + w_again * again) / (w + w_again)).astype(np.int64)
     n_hat, _ = size_estimate(merged, cells, offsets, 1.0 / (w + w_again))

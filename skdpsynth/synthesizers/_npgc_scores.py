@@ -23,15 +23,9 @@ import math
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from skdpsynth.privacy._accounting import BudgetAccountant
-from skdpsynth.privacy._mechanisms import (
-    exponential_mechanism,
-    exponential_mechanism_zcdp,
-    gaussian_mechanism,
-    gaussian_sigma,
-    laplace_mechanism,
-)
-from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.privacy._answers import PrivateVector
+from skdpsynth.privacy._copula_statistics import PairLayout, PrivateCopulaStatistics
+from skdpsynth.privacy._mechanisms import gaussian_sigma
 from skdpsynth.synthesizers._npgc_bridge import (
     R_MAX,
     HermiteMoments,
@@ -41,7 +35,6 @@ from skdpsynth.synthesizers._npgc_bridge import (
     soft_completion_precision,
     solve_polynomials,
 )
-from skdpsynth.synthesizers._npgc_statistics import PairLayout
 
 __all__ = ["ScoreModel", "adaptive_scores", "CLIP", "COMPLETION_WEIGHT"]
 
@@ -90,27 +83,19 @@ class ScoreModel:
         u = HermiteMoments(probabilities).cell_coefficients  # (d, terms, width)
         self.alpha = np.einsum("dkx,dx->dk", u, self.scores)[:, 1:]  # E[s(X) h_k(Z)], k >= 1 (k = 0: mean 0)
 
-    def sums(self, tables: np.ndarray, layout: PairLayout) -> np.ndarray:
-        """Exact score-product sums ``sum_people s_i(x_i) s_j(x_j)`` of every pair from its table (private)."""
-        out = []
-        for i, block in layout.blocks(tables):
-            rows, k = block.shape[1:]
-            left = self.scores[i, :rows] @ block  # (pairs, K_i): sum over column i's cells
-            out.append(np.einsum("pb,pb->p", left, self.scores[i + 1:, :k]))
-        return np.concatenate(out) if out else np.zeros(0)
+    def sums(self, stats: PrivateCopulaStatistics, layout: PairLayout) -> PrivateVector:
+        """The cohort's score-product sums ``sum_people s_i(x_i) s_j(x_j)`` of every pair, kept private."""
+        return stats.score_sums(self.scores, self.bound, layout)
 
     def polynomials(self, iu: np.ndarray, ju: np.ndarray) -> np.ndarray:
         """Coefficients of the expected score product per person, ``sum_k r^k alpha_ik alpha_jk``."""
         return self.alpha[iu] * self.alpha[ju]
 
-    def pair_bound(self, iu: np.ndarray, ju: np.ndarray) -> np.ndarray:
-        """How much one person can move each pair's sum: ``max|s_i| max|s_j|``."""
-        return self.bound[iu] * self.bound[ju]
 
 
-def adaptive_scores(tables: np.ndarray, layout: PairLayout, probabilities: list[np.ndarray], n_hat: float,
-                    n_pairs: int, rounds: int, selection: float, *, noise: NoiseSource, accountant: BudgetAccountant,
-                    rho: float | None = None, epsilon: float | None = None) -> np.ndarray:
+def adaptive_scores(stats: PrivateCopulaStatistics, layout: PairLayout, probabilities: list[np.ndarray],
+                    n_hat: float, n_pairs: int, rounds: int, selection: float, *, rho: float | None = None,
+                    epsilon: float | None = None) -> np.ndarray:
     """Latent correlation (d, d) from ``n_pairs`` adaptively chosen pairs; rho-zCDP (or epsilon-DP).
 
     Neighbouring relation: add or remove one person (one row).
@@ -120,14 +105,15 @@ def adaptive_scores(tables: np.ndarray, layout: PairLayout, probabilities: list[
     Adding or removing one person changes ``T_ij`` by that person's ``s_i
     s_j``, at most ``b_ij = max|s_i| max|s_j| <= C^2``: a vector of pairs
     ``E`` has L2 sensitivity ``sqrt(sum_E b_ij^2)`` and L1 sensitivity
-    ``sum_E b_ij``. No row count enters the query (``n_hat``, released, only
-    scales the model), so no padding is needed.
+    ``sum_E b_ij`` (:meth:`~skdpsynth.privacy._copula_statistics.PrivateCopulaStatistics.score_sums`).
+    No row count enters the query (``n_hat``, released, only scales the model), so no padding is needed.
 
     *Rounds.* Each of ``rounds`` rounds (i) chooses its pairs one at a time
     with the exponential mechanism over the pairs not yet chosen (public), the
     utility of a pair being ``|T_ij - n_hat g_ij(R)|``, its distance from the
     expected sum under the copula ``R`` fitted to the pairs measured so far
-    (post-processing of earlier releases); its sensitivity is ``max b_ij``;
+    (post-processing of earlier releases); its sensitivity is the largest
+    ``b_ij`` among the candidates;
     each choice costs ``rho_s / n_pairs`` (epsilon ``sqrt(8 rho_s /
     n_pairs)``, Cesar & Rogers 2021; with ``epsilon``, pure at ``epsilon_s /
     n_pairs``); (ii) releases the round's sums with the Gaussian mechanism on a
@@ -143,12 +129,11 @@ def adaptive_scores(tables: np.ndarray, layout: PairLayout, probabilities: list[
     d = len(probabilities)
     iu, ju = np.triu_indices(d, 1)
     model = ScoreModel(probabilities)
-    exact = model.sums(tables, layout)
+    sums = model.sums(stats, layout)
     poly = model.polynomials(iu, ju)
-    bound = model.pair_bound(iu, ju)
     scale = max(float(n_hat), 1.0)
     if rounds == 0:  # every pair at once, nothing chosen
-        noisy, sigma = _measure(exact, bound, total, key, noise, accountant, None)
+        noisy, sigma = _measure(sums, None, total, key, None)
         corr = np.eye(d)
         corr[iu, ju] = corr[ju, iu] = _solve(poly, noisy / scale)
         return nearest_correlation(corr)
@@ -159,10 +144,9 @@ def adaptive_scores(tables: np.ndarray, layout: PairLayout, probabilities: list[
     chosen, measured, sd = [], np.zeros(0), np.zeros(0)
     corr, theta = np.eye(d), None
     for t, size in enumerate(sizes):
-        utility = np.abs(exact - scale * _expected(poly, corr[iu, ju]))
-        picks = [_choose(utility, available, float(bound.max()), per_pick, key, noise, accountant, (t, rounds))
-                 for _ in range(size)]
-        noisy, sigma = _measure(exact[picks], bound[picks], per_round, key, noise, accountant, (t, rounds))
+        expected = scale * _expected(poly, corr[iu, ju])
+        picks = [_choose(sums, expected, available, per_pick, key, (t, rounds)) for _ in range(size)]
+        noisy, sigma = _measure(sums, picks, per_round, key, (t, rounds))
         chosen += picks
         measured = np.concatenate([measured, noisy / scale])
         sd = np.concatenate([sd, np.full(len(picks), sigma / scale)])
@@ -175,31 +159,27 @@ def _expected(poly: np.ndarray, r: np.ndarray) -> np.ndarray:
     return horner(poly, np.clip(r, -1.0, 1.0))
 
 
-def _choose(utility, available, sensitivity, cost, key, noise, accountant, round_) -> int:
+def _choose(sums: PrivateVector, expected: np.ndarray, available: np.ndarray, cost: float, key: str,
+            round_) -> int:
+    """One pair by the exponential mechanism, utility ``|T_ij - expected_ij|`` (sensitivity in ``sums``)."""
     cand = np.flatnonzero(available)
     target = (f"choice of a column pair for the normal-score dependence (round {round_[0] + 1} of {round_[1]}, "
               f"{len(cand)} candidates)")
-    if key == "rho":
-        i = exponential_mechanism_zcdp(utility[cand], sensitivity=sensitivity, rho=cost, noise=noise,
-                                       accountant=accountant, target=target)
-    else:
-        i = exponential_mechanism(utility[cand], sensitivity=sensitivity, epsilon=cost, noise=noise,
-                                  accountant=accountant, target=target)
+    i = sums.select([[p] for p in cand], [[expected[p]] for p in cand], **{key: cost}, target=target)
     available[cand[i]] = False
     return int(cand[i])
 
 
-def _measure(values, bound, cost, key, noise, accountant, round_) -> tuple[np.ndarray, float]:
-    which = (f"all {len(values)} column pairs" if round_ is None
-             else f"{len(values)} column pairs chosen in round {round_[0] + 1} of {round_[1]}")
+def _measure(sums: PrivateVector, index, cost: float, key: str, round_) -> tuple[np.ndarray, float]:
+    """The sums of the pairs ``index`` (all when None) on a public grid, and their noise sd (public)."""
+    n = sums.size if index is None else len(index)
+    which = (f"all {n} column pairs" if round_ is None
+             else f"{n} column pairs chosen in round {round_[0] + 1} of {round_[1]}")
     target = f"normal-score sums of {which} (scores clipped at {CLIP:g})"
+    out = sums.measure(index, **{key: cost}, target=target, real=True)
+    l1, l2 = sums.sensitivity(index)
     if key == "rho":
-        l2 = float(np.sqrt(np.sum(bound ** 2)))
-        out = gaussian_mechanism(values, l2_sensitivity=l2, rho=cost, noise=noise, accountant=accountant,
-                                 target=target)
         return out, gaussian_sigma(l2, cost) * 1.001  # the grid widens the sensitivity by at most 0.1 %
-    l1 = float(np.sum(bound))
-    out = laplace_mechanism(values, sensitivity=l1, epsilon=cost, noise=noise, accountant=accountant, target=target)
     return out, math.sqrt(2.0) * l1 / cost * 1.001
 
 

@@ -16,19 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from skdpsynth.privacy._accounting import BudgetAccountant
-from skdpsynth.privacy._mechanisms import (
-    discrete_gaussian_mechanism,
-    exponential_mechanism,
-    exponential_mechanism_zcdp,
-    gaussian_sigma,
-    geometric_mechanism,
-    geometric_variance,
-)
-from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.privacy._copula_statistics import PairLayout, PrivateCopulaStatistics
+from skdpsynth.privacy._mechanisms import gaussian_sigma, geometric_variance
 from skdpsynth.privacy._postprocess import project_to_simplex
 from skdpsynth.synthesizers._npgc_bridge import HermiteMoments
-from skdpsynth.synthesizers._npgc_statistics import PairLayout
 
 __all__ = ["TableForest", "candidate_pairs", "release_tables", "TABLE_SHARE", "MAX_TABLES", "MAX_TABLE_CELLS"]
 
@@ -113,9 +104,9 @@ def copula_table(u_i: np.ndarray, u_j: np.ndarray, r: float) -> np.ndarray:
     return t / max(t.sum(), 1e-300)
 
 
-def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarray, probs: list[np.ndarray],
-                   corr: np.ndarray, n_hat: float, cost: dict | None, *, noise: NoiseSource,
-                   accountant: BudgetAccountant, edges: list[tuple[int, int]] | None = None,
+def release_tables(stats: PrivateCopulaStatistics, layout: PairLayout, candidates: np.ndarray,
+                   probs: list[np.ndarray], corr: np.ndarray, n_hat: float, cost: dict | None, *,
+                   edges: list[tuple[int, int]] | None = None,
                    ordered: np.ndarray | None = None) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
     """Choose a forest of candidate pairs and release their two-way tables; rho-zCDP (or epsilon-DP).
 
@@ -129,7 +120,8 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
     ``c_ij`` cells, ``sigma`` the noise sd of one cell at the measurement's
     cost; ``M_ij``, ``n_hat`` and ``sigma`` are released or public, the
     candidates public). One person moves one cell of ``T_ij`` by one:
-    sensitivity 1 (the penalty does not depend on the data). Each pick costs
+    sensitivity 1 (the penalty does not depend on the data;
+    :meth:`~skdpsynth.privacy._copula_statistics.PrivateCopulaStatistics.pair_tables`). Each pick costs
     ``TABLE_SELECTION * rho / k`` (the zCDP exponential mechanism; pure
     epsilon-DP with ``epsilon``).
 
@@ -161,28 +153,15 @@ def release_tables(tables: np.ndarray, layout: PairLayout, candidates: np.ndarra
         if k == 0:
             return [], []
         measure = total * (1.0 - TABLE_SELECTION)
-        chosen = _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, total * TABLE_SELECTION / k, key,
-                                noise, accountant, _noise_sd(key, measure, k))
+        chosen = _choose_forest(stats, layout, candidates, probs, corr, n_hat, k, total * TABLE_SELECTION / k, key,
+                                _noise_sd(key, measure, k))
         edges = _orient([(int(iu[p]), int(ju[p])) for p in chosen], probs,
                        np.zeros(d, bool) if ordered is None else ordered)
-    exact = []
-    for parent, child in edges:
-        lo, hi = min(parent, child), max(parent, child)
-        t = layout.table(tables, lo, hi)
-        exact.append(t if parent == lo else t.T)
-    flat = np.concatenate([t.ravel() for t in exact])
-    target = f"two-way tables of {len(edges)} discrete column pairs ({flat.size} cells)"
-    if key is None:
-        accountant.declare_nonprivate(target + " (exact)")
-        return edges, [t.copy() for t in exact]
-    if key == "rho":
-        noisy = discrete_gaussian_mechanism(flat, l2_sensitivity=float(np.sqrt(len(edges))), rho=measure,
-                                            noise=noise, accountant=accountant, target=target)
-    else:
-        noisy = geometric_mechanism(flat, sensitivity=float(len(edges)), epsilon=measure, noise=noise,
-                                    accountant=accountant, target=target)
-    splits = np.cumsum([t.size for t in exact])[:-1]
-    return edges, [part.reshape(t.shape) for part, t in zip(np.split(noisy, splits), exact)]
+    tables, where = stats.pair_tables(layout, edges)
+    target = f"two-way tables of {len(edges)} discrete column pairs ({tables.size} cells)"
+    noisy = tables.measure(**({} if key is None else {key: measure}), target=target + (" (exact)" if key is None
+                                                                                         else ""))
+    return edges, [noisy[index].reshape(shape) for index, shape in where]
 
 
 def _noise_sd(key: str | None, cost: float, k: int) -> float:
@@ -194,19 +173,16 @@ def _noise_sd(key: str | None, cost: float, k: int) -> float:
     return float(np.sqrt(geometric_variance(float(k), cost)))
 
 
-def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, key, noise, accountant,
-                   sd) -> list[int]:
+def _choose_forest(stats, layout, candidates, probs, corr, n_hat, k, per_pick, key, sd) -> list[int]:
     """Kruskal with the exponential mechanism: ``k`` candidate pairs joining different trees."""
     d = len(probs)
     iu, ju = np.triu_indices(d, 1)
     cand = np.flatnonzero(candidates)
+    tables, where = stats.pair_tables(layout, [(int(iu[p]), int(ju[p])) for p in cand])
     moments = HermiteMoments(probs).cell_coefficients
-    utility = np.empty(len(cand))
-    for m, p in enumerate(cand):
-        i, j = iu[p], ju[p]
-        t = layout.table(tables, i, j)
-        model = copula_table(moments[i][:, :t.shape[0]], moments[j][:, :t.shape[1]], corr[i, j])
-        utility[m] = np.abs(t - n_hat * model).sum() - PENALTY * sd * t.size
+    models = [n_hat * copula_table(moments[iu[p]][:, :shape[0]], moments[ju[p]][:, :shape[1]], corr[iu[p], ju[p]])
+              for p, (_, shape) in zip(cand, where)]
+    penalties = np.array([PENALTY * sd * index.size for index, _ in where])
     tree = np.arange(d)  # each column's tree, relabelled as trees merge (d is small)
     chosen = []
     for step in range(k):
@@ -216,14 +192,9 @@ def _choose_forest(tables, layout, candidates, probs, corr, n_hat, k, per_pick, 
         options = np.flatnonzero(open_)
         target = (f"choice of a discrete column pair for a two-way table ({step + 1} of {k}, "
                   f"{len(options)} candidates)")
-        if key is None:  # non-private: the largest distance
-            pick = int(np.argmax(utility[options]))
-        elif key == "rho":
-            pick = exponential_mechanism_zcdp(utility[options], sensitivity=1.0, rho=per_pick, noise=noise,
-                                              accountant=accountant, target=target)
-        else:
-            pick = exponential_mechanism(utility[options], sensitivity=1.0, epsilon=per_pick, noise=noise,
-                                         accountant=accountant, target=target)
+        pick = tables.select([where[o][0] for o in options], [models[o] for o in options],
+                             penalties=penalties[options], **({} if key is None else {key: per_pick}),
+                             target=target)  # non-private: the largest distance
         p = cand[options[pick]]
         tree[tree == tree[iu[p]]] = tree[ju[p]]
         chosen.append(int(p))

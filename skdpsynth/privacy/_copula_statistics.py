@@ -1,4 +1,4 @@
-"""NPGC's sufficient statistics, accumulated chunk by chunk: exact, private, never stored.
+"""NPGC's sufficient statistics, accumulated chunk by chunk, and the handle that answers them only under DP.
 
 Everything NPGC measures is a function of three additive statistics of the
 cohort: the number of people ``n``, the cell counts of every column (the
@@ -6,22 +6,33 @@ marginals) and the contingency table of every pair of columns on coarser
 *dependence cells* (Kendall's tau of a pair is computed exactly from its
 table). They are summed over row chunks, over the chunks of an iterable, or
 over the partitions of a Dask DataFrame (:mod:`skdpsynth._chunks`), so memory
-is bounded by the chunk and the tables, whatever the number of rows. Noise is
-added once, to the merged statistics, by the estimator.
+is bounded by the chunk and the tables, whatever the number of rows.
+
+NPGC's fit receives them behind :class:`PrivateCopulaStatistics`, whose queries (the columns' histograms, every
+pair's Kendall's tau numerator, clipped normal-score sums, two-way tables) return charged noisy answers; each
+states its sensitivity under add/remove one person (one row) from its definition.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
+from skdpsynth.privacy._answers import PrivateVector
 from skdpsynth.privacy._clipping import ClipTally
-from skdpsynth.synthesizers._npgc_cells import NPGCColumnCells
+from skdpsynth.privacy._noise import NoiseSource
 
-__all__ = ["CohortStatistics", "PairCounter", "PairLayout", "StatisticsBuilder", "column_groups", "dependence_map",
-           "frame_statistics", "DEPENDENCE_CELLS", "CHUNK_CELLS"]
+if TYPE_CHECKING:  # the public cell layout of NPGC's columns (read only through its attributes here)
+    from skdpsynth.synthesizers._npgc_cells import NPGCColumnCells
+
+__all__ = ["CohortStatistics", "PairCounter", "PairLayout", "PrivateCopulaStatistics", "StatisticsBuilder",
+           "column_groups", "concordance", "concordances", "dependence_map", "frame_statistics", "padded_concordances",
+           "pair_numerators", "public_numerator", "DEPENDENCE_CELLS", "CHUNK_CELLS"]
 
 #: most dependence cells of one column (value cells are merged in runs of consecutive cells beyond this)
 DEPENDENCE_CELLS = 36
@@ -358,3 +369,199 @@ def frame_statistics(X: pd.DataFrame, cells: tuple[NPGCColumnCells, ...], *, sch
             builder.clipped.add(masks)
         builder.add(columns, len(chunk))
     return builder.result()
+
+
+# ------------------------------------------------------------------------------------------ exact pair counts
+def concordances(tables: np.ndarray) -> np.ndarray:
+    """``S`` (concordant minus discordant pairs) of every table of a stack (P, nx, ny), exactly (int64).
+
+    ``ge[i, l]`` counts ``x >= i, y >= l`` and ``le[i, l]`` counts ``x >= i, y <= l`` (2-D cumulative sums),
+    so the cost is O(cells) per table; tied pairs (same row or same column) count 0.
+    """
+    t = np.asarray(tables, dtype=np.int64)
+    if t.shape[-2] < 2 or t.shape[-1] < 2:
+        return np.zeros(t.shape[:-2], dtype=np.int64)
+    ge = t[..., ::-1, ::-1].cumsum(-2).cumsum(-1)[..., ::-1, ::-1]
+    le = t[..., ::-1, :].cumsum(-2)[..., ::-1, :].cumsum(-1)
+    return ((t[..., :-1, :-1] * ge[..., 1:, 1:]).sum((-2, -1))
+            - (t[..., :-1, 1:] * le[..., 1:, :-1]).sum((-2, -1)))
+
+
+def concordance(table: np.ndarray) -> int:
+    """``S`` of one contingency table (rows and columns ordered), exactly."""
+    return int(concordances(np.asarray(table)[None])[0])
+
+
+def padded_concordances(tables: np.ndarray, layout: PairLayout, pad: int = 0) -> np.ndarray:
+    """``S`` of every pair's table with ``pad`` dummy people added in cell (0, 0), ``np.triu_indices`` order."""
+    out = []
+    for _, block in layout.blocks(tables):
+        if pad > 0:
+            block = block.copy()
+            block[:, 0, 0] += pad
+        out.append(concordances(block))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def public_numerator(s: np.ndarray, m: int, a: int) -> np.ndarray:
+    """``S`` re-expressed on the public number of pairs ``C(a, 2)``: ``floor(S C(a, 2) / C(m, 2) + 1/2)``.
+
+    Computed in exact integer arithmetic. It is ``S`` itself when ``m = a``.
+    Rounding half up is monotone and commutes with integer shifts, so an
+    integer bound on how far the unrounded value moves also bounds the rounded
+    one (:func:`noisy_kendall_tau`).
+    """
+    ca, cm = math.comb(a, 2), math.comb(m, 2)
+    return np.array([(2 * int(v) * ca + cm) // (2 * cm) for v in s], dtype=np.int64)
+
+
+def pair_numerators(tables: np.ndarray, layout: PairLayout, n: int, a: int) -> np.ndarray:
+    """The released query before noise: every pair's padded ``S`` on ``C(a, 2)`` pairs (private, exact)."""
+    m = max(n, a)
+    return public_numerator(padded_concordances(tables, layout, m - n), m, a)
+
+
+
+
+# ------------------------------------------------------------------------------------------ the handle
+class PrivateCopulaStatistics:
+    """One cohort's :class:`CohortStatistics` behind DP queries: what NPGC's fit receives instead of the rows.
+
+    Neighbouring relation: add or remove one person (one row of the cohort). Every query returns a
+    :class:`~skdpsynth.privacy._answers.PrivateVector` whose per-group bounds are derived here from the
+    statistic's definition; measuring or selecting on it charges the accountant before noise is drawn. Only a
+    non-private fit (``epsilon=None``) gets the statistics themselves (:meth:`nonprivate`), recorded as such.
+
+    Parameters
+    ----------
+    stats : CohortStatistics
+        The exact statistics (private).
+    accountant : BudgetAccountant
+        This cohort's budget.
+    noise : NoiseSource
+        The only source of noise.
+    """
+
+    def __init__(self, stats: CohortStatistics, *, accountant: BudgetAccountant, noise: NoiseSource) -> None:
+        self.__stats = stats
+        self._accountant = accountant
+        self._noise = noise
+
+    @classmethod
+    def from_rows(cls, X: pd.DataFrame, cells, *, accountant: BudgetAccountant,
+                  noise: NoiseSource) -> PrivateCopulaStatistics:
+        """The handle of a schema-normalised table (its statistics computed here, chunk by chunk)."""
+        return cls(frame_statistics(X, cells, exact_values=not accountant.private), accountant=accountant, noise=noise)
+
+    def __reduce__(self):
+        raise TypeError("the statistics of a cohort are private and never pickled")
+
+    # -- public facts and the budget
+    @property
+    def private(self) -> bool:
+        """Whether the queries add noise."""
+        return self._accountant.private
+
+    @property
+    def zcdp(self) -> bool:
+        """Whether this cohort converts zCDP charges at a positive delta (else pure DP)."""
+        return self._accountant.delta_zcdp > 0
+
+    def remaining_rho(self) -> float:
+        """zCDP budget left in this cohort."""
+        return self._accountant.remaining_rho()
+
+    def remaining_epsilon(self) -> float:
+        """Pure-DP budget left in this cohort."""
+        return self._accountant.remaining_epsilon()
+
+    def require(self, records: list[BudgetRecord], what: str) -> None:
+        """Refuse, before anything is measured, a plan the budget cannot serve."""
+        self._accountant.require(records, what=what)
+
+    def nonprivate(self, why: str) -> CohortStatistics:
+        """The exact statistics, for ``epsilon=None`` only; recorded as a non-private use."""
+        if self.private:
+            raise PermissionError("the statistics of a private cohort are answered only through DP queries")
+        self._accountant.declare_nonprivate(why)
+        return self.__stats
+
+    # -- queries
+    def _vector(self, values: np.ndarray, groups: np.ndarray, bounds: np.ndarray) -> PrivateVector:
+        return PrivateVector(values, groups, bounds, accountant=self._accountant, noise=self._noise)
+
+    def histograms(self, offsets: np.ndarray) -> PrivateVector:
+        """Every column's cell counts, concatenated (``offsets`` delimit the columns).
+
+        One person is in one cell of each column's histogram: one group per column, bound 1 (L1 sensitivity
+        ``d``, L2 ``sqrt(d)``).
+        """
+        counts = self.__stats.counts
+        groups = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        return self._vector(counts, groups, np.ones(len(offsets) - 1))
+
+    def kendall_numerators(self, layout: PairLayout, a: int) -> PrivateVector:
+        """Every pair's Kendall's tau numerator on the public number of pairs ``C(a, 2)``.
+
+        Neighbouring relation: add or remove one person (one row).
+
+        *Query.* The data are padded with ``max(0, a - n)`` dummy people in cell (0, 0), so the query sees
+        ``m = max(n, a)`` people, where ``a >= 2`` is public (derived from already released counts). Per pair,
+        ``tau = S / C(m, 2)`` and the integer is ``q = round(tau C(a, 2))`` (:func:`public_numerator`): ``S``
+        itself whenever ``n <= a``.
+
+        *Sensitivity of q: 2 (a - 1) per pair.* Let ``D' = D + one person``, ``|D| = n``. (i) ``n < a``: both
+        are padded to exactly ``a`` people and ``D'`` replaces one dummy by the person. That person's ``a - 1``
+        pair terms (each -1, 0 or +1) change by at most 2 each, the others not at all, so ``|dS| <= 2 (a - 1)``,
+        which is tight. Since ``m = a``, ``q = S``. (ii) ``n >= a``: no padding, ``m = n -> n + 1``. With
+        ``|S| <= C(n, 2)`` and the new person's terms ``s``, ``|s| <= n``, ``tau - tau' = 4 S / (n (n - 1)
+        (n + 1)) - 2 s / (n (n + 1))``, each part at most ``2 / (n + 1)``, so ``|dtau| <= 4 / (n + 1) < 4 / a``
+        and ``|d(tau C(a, 2))| < 2 (a - 1)``. In both cases the unrounded value moves by at most the integer
+        ``K = 2 (a - 1)``, hence so does ``q`` (rounding half up is monotone and commutes with integer shifts).
+        The raw ``S`` would not do: it moves by up to ``n`` when ``n >= a``, a private and unbounded
+        sensitivity. Coarsening a column's cells (public, :func:`dependence_map`) changes none of this.
+
+        One person moves every pair: one group per pair, bound ``2 (a - 1)`` (L2 ``sqrt(P) 2 (a - 1)``,
+        L1 ``P 2 (a - 1)``). There is no failure probability; padding only biases tau towards 0 when ``n < a``.
+        """
+        a = int(a)
+        if a < 2:
+            raise ValueError("kendall_numerators needs a public size a >= 2.")
+        q = pair_numerators(self.__stats.tables, layout, self.__stats.n, a)
+        return self._vector(q, np.arange(q.size), np.full(q.size, 2.0 * (a - 1)))
+
+    def score_sums(self, scores: np.ndarray, bound: np.ndarray, layout: PairLayout) -> PrivateVector:
+        """Every pair's sum over people of the product of two public clipped normal scores.
+
+        ``T_ij = sum_people s_i(x_i) s_j(x_j)`` with public scores ``s`` (from released marginals; row ``i`` of
+        ``scores`` holds column ``i``'s score per dependence cell, ``bound[i] >= max |s_i|``). Adding or removing
+        one person changes ``T_ij`` by that person's ``s_i s_j``: one group per pair, bound
+        ``bound[i] bound[j]``. No row count enters the query.
+        """
+        tables = self.__stats.tables
+        out = []
+        for i, block in layout.blocks(tables):
+            rows, k = block.shape[1:]
+            left = scores[i, :rows] @ block  # (pairs, K_i): summed over column i's cells
+            out.append(np.einsum("pb,pb->p", left, scores[i + 1:, :k]))
+        sums = np.concatenate(out) if out else np.zeros(0)
+        iu, ju = np.triu_indices(len(layout.sizes), 1)
+        return self._vector(sums, np.arange(sums.size), bound[iu] * bound[ju])
+
+    def pair_tables(self, layout: PairLayout, edges: list[tuple[int, int]]) -> tuple[PrivateVector, list]:
+        """The two-way tables of ``edges`` (each ``(row column, column column)``), concatenated flat.
+
+        One person is in one cell of each table: one group per table, bound 1 (L1 ``k``, L2 ``sqrt(k)`` for
+        ``k`` tables). Returns the vector and, per table, its coordinates' index and shape (public).
+        """
+        flats, where, start = [], [], 0
+        for r, c in edges:
+            lo, hi = min(r, c), max(r, c)
+            t = layout.table(self.__stats.tables, lo, hi)
+            t = t if r == lo else t.T
+            flats.append(t.ravel())
+            where.append((np.arange(start, start + t.size), t.shape))
+            start += t.size
+        groups = np.concatenate([np.full(len(idx), g) for g, (idx, _) in enumerate(where)]) if where else []
+        values = np.concatenate(flats) if flats else np.zeros(0, dtype=np.int64)
+        return self._vector(values, np.asarray(groups, dtype=np.int64), np.ones(len(edges))), where
