@@ -1,14 +1,6 @@
-"""Exceptions and warnings raised by skdpsynth.
-
-:class:`DomainEstimateError` (a :class:`PrivacyBudgetError` and a
-:class:`SchemaError`) is defined beside the DP domain estimate in
-:mod:`skdpsynth.privacy` and re-exported here on first use, so that importing
-this module stays cheap.
-"""
+"""Exceptions and warnings raised by skdpsynth (every class here: modules import them, never the reverse)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
@@ -18,7 +10,7 @@ __all__ = [
     "PrivacyBudgetError",
     "InvalidBudgetError",
     "SchemaError",
-    "DomainEstimateError",  # noqa: F822 - defined in skdpsynth.privacy, resolved by __getattr__ below
+    "DomainEstimateError",
     "NotFittedError",
     "PrivacyLeakWarning",
 ]
@@ -48,6 +40,17 @@ class SchemaError(SkdpsynthError, ValueError):
     """
 
 
+class DomainEstimateError(PrivacyBudgetError, SchemaError):
+    """The DP domain estimate cannot work for some columns at this budget (each named, with what to do).
+
+    Raised by :func:`skdpsynth.privacy.estimate_schema` before anything but a
+    noisy count of people is measured when the budget and that count say so
+    (the count is in the budget log); rarely, after the estimate, when nothing
+    could be released for a column whose values are spread too thinly
+    (identifiers, free text).
+    """
+
+
 class NotFittedError(SkdpsynthError, _SkNotFittedError):
     """A synthesizer was used before ``fit``."""
 
@@ -59,11 +62,3 @@ class PrivacyLeakWarning(UserWarning):
     (bounds, categories) straight from the data. A release built on such a schema is
     not end-to-end differentially private unless the domain really is public.
     """
-
-
-def __getattr__(name: str) -> Any:
-    if name == "DomainEstimateError":
-        from skdpsynth.privacy._domain import DomainEstimateError
-
-        return DomainEstimateError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

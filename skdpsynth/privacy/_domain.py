@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
+from skdpsynth.exceptions import DomainEstimateError, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
 from skdpsynth.privacy._domain_bins import (
     DATETIME_BINS,
@@ -68,16 +68,6 @@ __all__ = ["estimate_schema", "column_kind_from_dtype", "plan_schema_cost", "dro
            "DomainEstimateError", "DRAFT_COMMAND"]
 
 DRAFT_COMMAND = "skdpsynth schema draft DATA -o schema.json"
-
-
-class DomainEstimateError(PrivacyBudgetError, SchemaError):
-    """The DP domain estimate cannot work for some columns at this budget (each named, with what to do).
-
-    Raised before anything but a noisy count of people is measured when the
-    budget and that count say so (the count is in the budget log); rarely,
-    after the estimate, when nothing could be released for a column whose
-    values are spread too thinly (identifiers, free text).
-    """
 
 
 def column_kind_from_dtype(series: pd.Series) -> str:
