@@ -85,8 +85,6 @@ NOT_YET_ON_THE_HANDLE = {
     "AIMSynthesizer": "being moved onto the shared marginal engine",
     "DPMarginalsSynthesizer": "being moved onto the shared marginal engine",
     "DPHistogramSynthesizer": "being moved onto the shared marginal engine",
-    "DPCTGANSynthesizer": "DP-SGD batches are drawn from the encoded rows in the synthesizer",
-    "PATEGANSynthesizer": "the teachers' partitions are drawn from the encoded rows in the synthesizer",
     "CAPSSynthesizer": "DP-SGD batches are drawn from the encoded rows in the synthesizer",
     "DPMarkovSynthesizer": "sequence data: no sequence handle yet",
     "DPHistSeqSynthesizer": "sequence data: no sequence handle yet",

@@ -387,3 +387,26 @@ def poisson_mask(n: int, sample_rate: float, generator):
     import torch
 
     return torch.rand(n, generator=generator) < sample_rate
+
+
+class PoissonBatches:
+    """A cohort's encoded rows, given out only as Poisson-sampled batches for per-sample-clipped DP-SGD steps.
+
+    Made by :meth:`~skdpsynth.privacy.PrivateTable.dpsgd`, together with the optimizer that clips every
+    example's gradient to ``max_grad_norm`` and adds the plan's Gaussian noise; the batches are drawn at the
+    plan's sampling rate from the same secret generator. Neighbouring relation and sensitivity: as for
+    :func:`plan_dpsgd` (one person is one example; clipping bounds their L2 contribution to each noisy sum).
+    There is no length: the number of people is private.
+    """
+
+    def __init__(self, rows, sample_rate: float, generator) -> None:
+        self.__rows = rows
+        self._sample_rate = float(sample_rate)
+        self._generator = generator
+
+    def __reduce__(self):
+        raise TypeError("the rows of a cohort are private and never pickled")
+
+    def draw(self):
+        """One Poisson-sampled batch (a torch tensor of encoded rows; its size is part of the mechanism)."""
+        return self.__rows[poisson_mask(len(self.__rows), self._sample_rate, self._generator)]

@@ -169,3 +169,42 @@ class GNMaxAggregator:
         counts = np.stack([real, k - real], axis=1).astype(np.int64)
         noisy = counts + self._noise.discrete_gaussian(self.plan.sigma, counts.shape)
         return noisy[:, 0] > noisy[:, 1]
+
+
+class TeacherPartitions:
+    """A cohort's encoded rows split among PATE's teachers, given out only as each teacher's own draws.
+
+    Made by :meth:`~skdpsynth.privacy.PrivateTable.teachers`: every row's teacher is drawn from the secret noise
+    source (:func:`teacher_partition`), and a teacher sees rows of its own partition only, so each vote is a
+    function of one partition and of public rows, as GNMax's accounting requires (module docstring). Neither the
+    partition sizes nor the number of people leave this object, except through the votes' charged noise.
+    """
+
+    def __init__(self, rows: np.ndarray, n_teachers: int, noise: NoiseSource) -> None:
+        part = teacher_partition(len(rows), n_teachers, noise)
+        self.__rows = rows
+        self.__order = np.argsort(part, kind="stable")  # rows grouped by teacher
+        self.__sizes = np.bincount(part, minlength=n_teachers)
+        self.__starts = np.concatenate([[0], np.cumsum(self.__sizes)[:-1]])
+        self.n_teachers = int(n_teachers)
+
+    def __reduce__(self):
+        raise TypeError("the teachers' partitions are private and never pickled")
+
+    def draw(self, uniform: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows for every teacher, with replacement from its own partition.
+
+        Parameters
+        ----------
+        uniform : numpy.ndarray, shape (n_teachers, b)
+            Public uniform draws in [0, 1), scaled to each teacher's partition.
+
+        Returns
+        -------
+        rows : numpy.ndarray, shape (n_teachers, b, dim)
+        has_rows : numpy.ndarray of float, shape (n_teachers,)
+            1 for a teacher with a non-empty partition (an empty one must not learn from the padding row).
+        """
+        local = np.floor(uniform * self.__sizes[:, None]).astype(np.int64)
+        index = self.__order[np.minimum(self.__starts[:, None] + local, len(self.__order) - 1)]
+        return self.__rows[index], (self.__sizes > 0).astype(np.float32)

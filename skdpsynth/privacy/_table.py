@@ -38,6 +38,7 @@ import pandas as pd
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
 from skdpsynth.privacy._answers import PrivateVector
 from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.privacy._pate import TeacherPartitions
 
 __all__ = ["PrivateTable"]
 
@@ -87,6 +88,10 @@ class PrivateTable:
     def remaining_epsilon(self) -> float:
         """Pure-DP budget left in this cohort."""
         return self._accountant.remaining_epsilon()
+
+    def remaining_delta(self) -> float:
+        """Delta left in this cohort."""
+        return self._accountant.remaining_delta()
 
     def require(self, records: Sequence[BudgetRecord], what: str) -> None:
         """Refuse, before anything is measured, a plan the budget cannot serve (see ``BudgetAccountant.require``)."""
@@ -219,6 +224,48 @@ class PrivateTable:
             raise PermissionError("the rows of a private table are answered only through DP queries")
         self._accountant.declare_nonprivate(why)
         return self.__rows
+
+    def dpsgd(self, encode: Callable[[pd.DataFrame], np.ndarray], optimizer, *, plan, sample_rate: float,
+              expected_batch_size: int, target: str, generator=None, loss_reduction: str = "sum"):
+        """Per-sample-clipped gradient steps on a public row-wise encoding: the DP-SGD door.
+
+        Charges ``plan`` (a :class:`~skdpsynth.privacy._dpsgd.DPSGDPlan`: Poisson rate ``q``, per-example clipping
+        ``C``, Gaussian noise ``sigma C``, its RDP (epsilon, delta) under add/remove one person) before anything is
+        drawn, wraps ``optimizer`` so that every step clips each example's gradient to ``C`` and adds the noise,
+        and gives the encoded rows out only as Poisson batches at rate ``q``; both draw from the secret noise
+        source. Without privacy (``plan=None``, ``epsilon=None``) the use is recorded and the batches come at
+        ``sample_rate`` from ``generator``.
+
+        Returns
+        -------
+        optimizer
+            The DP optimizer (or ``optimizer`` itself without privacy).
+        batches : PoissonBatches
+        """
+        import torch
+
+        from skdpsynth.privacy._dpsgd import PoissonBatches, dp_optimizer, dpsgd_record
+
+        rows = torch.from_numpy(np.asarray(encode(self.__rows)))
+        if not self.private:
+            self._accountant.declare_nonprivate(target)
+            return optimizer, PoissonBatches(rows, sample_rate, generator)
+        self._accountant.spend(dpsgd_record(plan, target))
+        noise_gen = self._noise.torch_generator()  # batches and gradient noise: both part of the mechanism
+        optimizer = dp_optimizer(optimizer, plan, noise_gen, expected_batch_size=expected_batch_size,
+                                 loss_reduction=loss_reduction)
+        return optimizer, PoissonBatches(rows, plan.sample_rate, noise_gen)
+
+    def teachers(self, encode: Callable[[pd.DataFrame], np.ndarray], n_teachers: int) -> TeacherPartitions:
+        """The encoded rows split among PATE's teachers by a secret partition (see ``TeacherPartitions``).
+
+        Nothing is charged here: a teacher's data reach the release only through the votes, which
+        :class:`~skdpsynth.privacy._pate.GNMaxAggregator` answers under its charged plan (one person moves one
+        teacher's vote: L2 sensitivity ``sqrt(2)`` per query). Without privacy, the use is recorded.
+        """
+        if not self.private:
+            self._accountant.declare_nonprivate(f"{n_teachers} teachers trained on the rows")
+        return TeacherPartitions(np.asarray(encode(self.__rows)), n_teachers, self._noise)
 
     # -- internals ------------------------------------------------------------------------
     def _codes(self, grid) -> np.ndarray:

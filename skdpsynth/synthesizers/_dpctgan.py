@@ -13,7 +13,8 @@ from sklearn.utils._param_validation import Interval
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError
-from skdpsynth.privacy._dpsgd import DPSGDPlan, dp_optimizer, dpsgd_record, plan_dpsgd, poisson_mask
+from skdpsynth.privacy._dpsgd import DPSGDPlan, plan_dpsgd
+from skdpsynth.privacy._table import PrivateTable
 from skdpsynth.synthesizers._gan_common import (
     GAN_CONSTRAINTS,
     POSITIVE_INT,
@@ -23,7 +24,6 @@ from skdpsynth.synthesizers._gan_common import (
     generate,
     make_discriminator,
     make_generator,
-    noisy_row_count,
     progress,
 )
 from skdpsynth.utils._random import torch_seed
@@ -160,54 +160,53 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
     def _delta_for_zcdp(self, data) -> float:
         return 0.0  # no zCDP part: the delta left after the domain is DP-SGD's
 
-    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+    _takes_table = True
+
+    def _fit_table(self, table: PrivateTable, ctx: FitContext) -> None:
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.encoder_ = GridEncoder(self.grid_)
             self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
-        n_pub, q, steps, plan = self._plan(len(X), ctx)
-        self._train(self.encoder_.transform(X), q, steps, n_pub, plan, ctx)
+        n_pub, q, steps, plan = self._plan(table)
+        self._train(table, q, steps, n_pub, plan, ctx)
         self.n_estimate_ = int(n_pub)
         self.noise_multiplier_ = plan.noise_multiplier if plan is not None else 0.0
         self.n_steps_ = steps
         self.sample_rate_ = q
 
-    def _plan(self, n: int, ctx: FitContext) -> tuple[int, float, int, DPSGDPlan | None]:
-        """DP row count, then the sampling schedule and the DP-SGD plan (charged before the first step)."""
-        accountant = ctx.accountant
-        if not accountant.private:
-            accountant.declare_nonprivate("number of people (sets the sampling rate and steps)")
-            accountant.declare_nonprivate("GAN discriminator trained on the data")
+    def _plan(self, table: PrivateTable) -> tuple[int, float, int, DPSGDPlan | None]:
+        """DP row count, then the sampling schedule and the DP-SGD plan (the table charges it before any step)."""
+        target = "number of people (sets the sampling rate and steps)"
+        if not table.private:
+            n = max(table.count(target=target), 1)
             q, steps = self._schedule(n)
             return n, q, steps, None
-        if accountant.remaining_delta() <= 0:
+        if table.remaining_delta() <= 0:
             raise PrivacyBudgetError("DPCTGANSynthesizer: no delta left for DP-SGD after the domain estimate.")
-        n_pub = noisy_row_count(n, self.count_share * accountant.remaining_epsilon(), ctx.noise, accountant,
-                                target="number of people (sets the sampling rate and steps)")
+        n_pub = max(table.count(epsilon=self.count_share * table.remaining_epsilon(), target=target), 1)
         q, steps = self._schedule(n_pub)
-        plan = plan_dpsgd(epsilon=accountant.remaining_epsilon(), delta=accountant.remaining_delta(),
+        plan = plan_dpsgd(epsilon=table.remaining_epsilon(), delta=table.remaining_delta(),
                           sample_rate=q, steps=steps, max_grad_norm=float(self.max_grad_norm))
-        accountant.spend(dpsgd_record(plan, "DP-CTGAN discriminator"))
         return n_pub, q, steps, plan
 
     def _schedule(self, n_pub: int) -> tuple[float, int]:
         """Sampling rate and number of steps from a DP (or, without privacy, the exact) row count."""
         return min(1.0, self.batch_size / n_pub), int(self.epochs * math.ceil(n_pub / self.batch_size))
 
-    def _train(self, data: np.ndarray, q: float, steps: int, n_pub: int, plan: DPSGDPlan | None,
+    def _train(self, table: PrivateTable, q: float, steps: int, n_pub: int, plan: DPSGDPlan | None,
                ctx: FitContext) -> None:
         import torch
         from opacus import GradSampleModule
 
-        real_rows = torch.from_numpy(data)
         disc = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
-        noise_gen = ctx.noise.torch_generator()  # Poisson batches and DP-SGD noise: part of the mechanism
         model_gen = torch.Generator().manual_seed(torch_seed(ctx.rng))  # generated rows: post-processing
         expected = max(int(round(q * n_pub)), 1)
         dgsm = GradSampleModule(disc, loss_reduction="sum")
         d_opt = torch.optim.Adam(dgsm.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
-        if plan is not None:
-            d_opt = dp_optimizer(d_opt, plan, noise_gen, expected_batch_size=expected, loss_reduction="sum")
+        # the table charges the plan, then gives the rows out only as Poisson batches beside the clipping optimizer
+        d_opt, batches = table.dpsgd(self.encoder_.transform, d_opt, plan=plan, sample_rate=q,
+                                     expected_batch_size=expected, target="DP-CTGAN discriminator",
+                                     generator=torch.Generator().manual_seed(torch_seed(ctx.rng)))
         g_opt = torch.optim.Adam(self.generator_.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
         gen = self.generator_
         gen.train()
@@ -216,7 +215,7 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
             warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
             try:
                 for _ in progress(range(steps), self.verbose, "DP-CTGAN", total=steps):
-                    real = real_rows[poisson_mask(len(real_rows), q, noise_gen)]
+                    real = batches.draw()
                     self._discriminator_step(dgsm, d_opt, real, expected, model_gen)
                     self._generator_step(dgsm, g_opt, expected, model_gen)
             finally:

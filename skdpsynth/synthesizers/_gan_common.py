@@ -19,12 +19,9 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
-from skdpsynth.privacy import dp_count
-from skdpsynth.privacy._accounting import BudgetAccountant
-from skdpsynth.privacy._noise import NoiseSource
 
 __all__ = ["GridEncoder", "init_from_numpy", "BlockGenerator", "make_generator", "make_discriminator", "generate",
-           "noisy_row_count", "check_hidden_dims", "progress", "GAN_CONSTRAINTS", "POSITIVE_INT", "POSITIVE_REAL"]
+           "check_hidden_dims", "progress", "GAN_CONSTRAINTS", "POSITIVE_INT", "POSITIVE_REAL"]
 
 POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
 POSITIVE_REAL = [Interval(Real, 0, None, closed="neither")]
@@ -180,12 +177,6 @@ def generate(generator, encoder: GridEncoder, n: int, noise_dim: int, rng: np.ra
             outs.append(generator(z).numpy())
     raw = np.concatenate(outs) if outs else np.zeros((0, encoder.dim), dtype=np.float32)
     return encoder.inverse(raw, rng)
-
-
-def noisy_row_count(n: int, epsilon: float, noise: NoiseSource, accountant: BudgetAccountant,
-                    target: str = "number of people") -> int:
-    """Number of people under DP (:func:`~skdpsynth.privacy.dp_count`, L1 sensitivity 1), at least 1."""
-    return max(dp_count(n, epsilon=epsilon, noise=noise, accountant=accountant, target=target), 1)
 
 
 def check_hidden_dims(hidden_dims) -> None:

@@ -11,7 +11,8 @@ from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
-from skdpsynth.privacy._pate import GNMaxAggregator, pate_record, plan_pate, teacher_partition
+from skdpsynth.privacy._pate import GNMaxAggregator, TeacherPartitions, pate_record, plan_pate
+from skdpsynth.privacy._table import PrivateTable
 from skdpsynth.synthesizers._gan_common import (
     GAN_CONSTRAINTS,
     POSITIVE_INT,
@@ -20,7 +21,6 @@ from skdpsynth.synthesizers._gan_common import (
     generate,
     make_discriminator,
     make_generator,
-    noisy_row_count,
     progress,
 )
 from skdpsynth.utils._random import torch_seed
@@ -180,48 +180,41 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
         super()._check_request()
         check_hidden_dims(self.hidden_dims)
 
-    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+    _takes_table = True
+
+    def _fit_table(self, table: PrivateTable, ctx: FitContext) -> None:
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.encoder_ = GridEncoder(self.grid_)
             self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
             self.student_ = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
-        aggregator = self._charge(len(X), ctx)
-        part = teacher_partition(len(X), self.n_teachers, ctx.noise)
-        self._train(self.encoder_.transform(X), part, aggregator, ctx)
+        aggregator = self._charge(table, ctx)
+        self._train(table.teachers(self.encoder_.transform, self.n_teachers), aggregator, ctx)
         self.vote_sigma_ = aggregator.plan.sigma if aggregator is not None else 0.0
         self.n_queries_ = self.n_iter * self.batch_size
 
-    def _charge(self, n: int, ctx: FitContext) -> GNMaxAggregator | None:
+    def _charge(self, table: PrivateTable, ctx: FitContext) -> GNMaxAggregator | None:
         """DP count (``n_estimate_``), then the plan of all the vote queries, charged before the first one."""
         accountant = ctx.accountant
         n_queries = self.n_iter * self.batch_size
         target = f"{n_queries} teacher-vote queries (GNMax, {self.n_teachers} teachers)"
-        if not accountant.private:
-            accountant.declare_nonprivate("number of people")
+        if not table.private:
+            self.n_estimate_ = max(table.count(), 1)  # exact: the release is marked non-private
             accountant.declare_nonprivate(target)
-            self.n_estimate_ = int(n)  # exact: the release is marked non-private
             return None
-        self.n_estimate_ = noisy_row_count(n, self.count_share * accountant.remaining_epsilon(), ctx.noise,
-                                           accountant)
-        plan = plan_pate(rho=accountant.remaining_rho(), queries=n_queries, n_teachers=self.n_teachers)
+        self.n_estimate_ = max(table.count(epsilon=self.count_share * table.remaining_epsilon()), 1)
+        plan = plan_pate(rho=table.remaining_rho(), queries=n_queries, n_teachers=self.n_teachers)
         accountant.spend(pate_record(plan, target))
         return GNMaxAggregator(plan, ctx.noise)
 
-    def _train(self, data: np.ndarray, part: np.ndarray, aggregator: GNMaxAggregator | None,
-               ctx: FitContext) -> None:
+    def _train(self, teachers: TeacherPartitions, aggregator: GNMaxAggregator | None, ctx: FitContext) -> None:
         import torch
 
         k, dim, B = self.n_teachers, self.encoder_.dim, self.batch_size
-        rows = torch.from_numpy(data)
-        order = np.argsort(part, kind="stable")  # rows grouped by teacher
-        sizes = np.bincount(part, minlength=k)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         tgen = torch.Generator().manual_seed(torch_seed(ctx.rng))
         # k logistic-regression teachers, trained jointly (batched weights; Adam is per coordinate)
         w = torch.nn.Parameter(torch.zeros(k, dim, 1))
         b = torch.nn.Parameter(torch.zeros(k, 1, 1))
-        has_data = torch.from_numpy((sizes > 0).astype(np.float32))[:, None, None]
         gen, student = self.generator_, self.student_
         g_opt = torch.optim.Adam(gen.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
         s_opt = torch.optim.Adam(student.parameters(), lr=self.learning_rate, betas=(0.5, 0.9))
@@ -231,12 +224,12 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
 
         def draw_rows():
             # one public uniform array of fixed size, scaled to each teacher's own partition
-            local = np.floor(ctx.rng.random((k, self.teacher_batch)) * sizes[:, None]).astype(np.int64)
-            return rows[torch.from_numpy(order[np.minimum(starts[:, None] + local, len(order) - 1)])]
+            rows, has_rows = teachers.draw(ctx.rng.random((k, self.teacher_batch)))
+            return torch.from_numpy(rows), torch.from_numpy(has_rows)[:, None, None]
 
         gen.train()
         for _ in progress(range(self.n_iter), self.verbose, "PATE-GAN", total=self.n_iter):
-            self._train_teachers(w, b, has_data, draw_rows, tgen)
+            self._train_teachers(w, b, draw_rows, tgen)
             queries = self._generated(B, tgen)
             labels = self._votes(w, b, queries, aggregator)
             buf_x, buf_y = torch.cat([buf_x, queries])[-cap:], torch.cat([buf_y, labels])[-cap:]
@@ -255,7 +248,7 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
         with torch.no_grad():
             return self.generator_(z, generator=tgen, hard=True)
 
-    def _train_teachers(self, w, b, has_data, draw_rows, tgen) -> None:
+    def _train_teachers(self, w, b, draw_rows, tgen) -> None:
         """Fresh teachers (own partition = real, generated = fake): they always judge the current generator."""
         import torch
 
@@ -266,7 +259,7 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
             b.zero_()
         t_opt = torch.optim.Adam([w, b], lr=self.learning_rate * 5)
         for _ in range(self.teacher_steps):
-            real = draw_rows()  # (k, tb, dim)
+            real, has_data = draw_rows()  # (k, tb, dim), (k, 1, 1)
             fake = self._generated(tb, tgen).expand(k, tb, dim)  # one shared generated batch for every teacher
             lr_, lf_ = torch.baddbmm(b, real, w), torch.baddbmm(b, fake, w)
             loss_real = bce(lr_, torch.ones_like(lr_), reduction="none")
