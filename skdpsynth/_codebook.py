@@ -1,4 +1,4 @@
-"""From a codebook to a schema: the common forms a dataset's documentation gives a domain in.
+"""From a codebook to column entries: the common forms a dataset's documentation gives a domain in.
 
 * a list of categories (``["Dropout", "Enrolled", "Graduate"]``);
 * an integer code table (``{1: "single", 2: "married", ...}``, as UCI's variable
@@ -6,9 +6,10 @@
 * a documented range (``("integer", 0, 20)`` or ``{"kind": ..., "lower": ...,
   "upper": ...}``).
 
-Nothing here reads data: these build :class:`~skdpsynth.schema.ColumnSpec` and
-:class:`~skdpsynth.schema.TableSchema` from what the codebook says, so the
-result is public (``public=True``).
+Nothing here reads data. The entries are plain dicts in the schema file's form;
+:meth:`skdpsynth.TableSchema.from_codebook` and
+:meth:`skdpsynth.ColumnSpec.from_codes` check them and build the (public) schema,
+so this module needs nothing from :mod:`skdpsynth.schema`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from skdpsynth.exceptions import SchemaError
-from skdpsynth.schema import ColumnSpec, TableSchema
 
-__all__ = ["codes_column", "range_column", "schema_from_codebook"]
+__all__ = ["codes_entry", "range_entry", "codebook_entries"]
 
 
-def codes_column(name: str, codes: Mapping | Iterable, *, nullable: bool = False) -> ColumnSpec:
+def codes_entry(name: str, codes: Mapping | Iterable, *, nullable: bool = False) -> dict[str, Any]:
     """A categorical column from a code table (``{code: label}``, codes kept) or a list of categories.
 
     Parameters
@@ -37,33 +37,34 @@ def codes_column(name: str, codes: Mapping | Iterable, *, nullable: bool = False
 
     Returns
     -------
-    ColumnSpec
+    dict
+        The column's entry (``name``, ``kind``, ``categories``, ``nullable``).
     """
     if isinstance(codes, (str, bytes)):
         raise SchemaError(f"column {name!r}: give the categories as a list or a code table, not a string.")
     cats = tuple(codes.keys()) if isinstance(codes, Mapping) else tuple(codes)
-    return ColumnSpec(name, "categorical", categories=cats, nullable=nullable)
+    return {"name": name, "kind": "categorical", "categories": cats, "nullable": nullable}
 
 
-def range_column(name: str, documented: Sequence | Mapping, *, nullable: bool = False) -> ColumnSpec:
+def range_entry(name: str, documented: Sequence | Mapping, *, nullable: bool = False) -> dict[str, Any]:
     """A numeric or datetime column from a documented range: ``(kind, lower, upper)`` or a dict of those keys."""
     if isinstance(documented, Mapping):
-        return ColumnSpec(name, **{"nullable": nullable, **documented})
-    if len(documented) != 3:
+        return {"nullable": nullable, **documented, "name": name}
+    if isinstance(documented, (str, bytes)) or len(documented) != 3:
         raise SchemaError(f"column {name!r}: a range is (kind, lower, upper), got {documented!r}.")
     kind, lower, upper = documented
-    return ColumnSpec(name, kind, lower, upper, nullable=nullable)
+    return {"name": name, "kind": kind, "lower": lower, "upper": upper, "nullable": nullable}
 
 
 def _nullable(name: str, nullable: bool | Collection[str]) -> bool:
     return bool(nullable) if isinstance(nullable, bool) else name in nullable
 
 
-def schema_from_codebook(
+def codebook_entries(
     codes: Mapping[str, Mapping | Iterable] | None = None, *, ranges: Mapping[str, Sequence | Mapping] | None = None,
     booleans: Iterable[str] = (), order: Iterable[str] | None = None, nullable: bool | Collection[str] = False,
-) -> TableSchema:
-    """A public schema from a codebook's code tables, category lists and documented ranges.
+) -> list[dict[str, Any]]:
+    """The column entries of a codebook's code tables, category lists and documented ranges, in table order.
 
     Parameters
     ----------
@@ -82,51 +83,30 @@ def schema_from_codebook(
 
     Returns
     -------
-    TableSchema
+    list of dict
 
     Examples
     --------
-    >>> schema = schema_from_codebook(
-    ...     {"Marital status": {1: "single", 2: "married"}, "Target": ["Dropout", "Graduate"]},
-    ...     ranges={"Age at enrollment": ("integer", 15, 100)})
-    >>> schema["Marital status"].categories
+    >>> entries = codebook_entries({"Marital status": {1: "single", 2: "married"}},
+    ...                            ranges={"Age at enrollment": ("integer", 15, 100)})
+    >>> entries[0]["categories"]
     (1, 2)
     """
-    specs: dict[str, ColumnSpec] = {}
-    sources = [(n, "codes", v) for n, v in (codes or {}).items()] + [(n, "range", v) for n, v in
-                                                                       (ranges or {}).items()]
-    sources += [(n, "boolean", None) for n in booleans]
-    for name, what, value in sources:
-        if name in specs:
+    entries: dict[str, dict[str, Any]] = {}
+    sources = [(n, codes_entry, v) for n, v in (codes or {}).items()]
+    sources += [(n, range_entry, v) for n, v in (ranges or {}).items()]
+    for name, build, value in sources:
+        if name in entries:
             raise SchemaError(f"column {name!r} is described more than once in the codebook.")
-        null = _nullable(name, nullable)
-        if what == "codes":
-            specs[name] = codes_column(name, value, nullable=null)
-        elif what == "range":
-            specs[name] = range_column(name, value, nullable=null)
-        else:
-            specs[name] = ColumnSpec(name, "boolean", nullable=null)
-    names = list(order) if order is not None else list(specs)
-    missing = [n for n in names if n not in specs]
-    extra = [n for n in specs if n not in names]
+        entries[name] = build(name, value, nullable=_nullable(name, nullable))
+    for name in booleans:
+        if name in entries:
+            raise SchemaError(f"column {name!r} is described more than once in the codebook.")
+        entries[name] = {"name": name, "kind": "boolean", "nullable": _nullable(name, nullable)}
+    names = list(order) if order is not None else list(entries)
+    missing = [n for n in names if n not in entries]
+    extra = [n for n in entries if n not in names]
     if missing or extra:
         raise SchemaError(f"the codebook does not match the column order: undescribed {missing}, not in the order "
                           f"{extra}.")
-    return TableSchema(tuple(specs[n] for n in names))
-
-
-def _apply(schema: TableSchema, specs: Sequence[ColumnSpec], changes: Mapping[str, Mapping[str, Any]]) -> TableSchema:
-    """``schema`` with whole columns replaced by ``specs`` and fields of others changed (used by ``TableSchema``)."""
-    from dataclasses import replace
-
-    given = {s.name: s for s in specs}
-    unknown = [n for n in [*given, *changes] if n not in schema]
-    if unknown:
-        raise SchemaError(f"columns {unknown} are not in the schema; it has {list(schema.names)}.")
-    cols = []
-    for c in schema.columns:
-        spec = given.get(c.name, c)
-        if c.name in changes:
-            spec = replace(spec, **changes[c.name])
-        cols.append(spec)
-    return replace(schema, columns=tuple(cols))
+    return [entries[n] for n in names]

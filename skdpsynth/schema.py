@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from skdpsynth import _schema_draft
+from skdpsynth._codebook import codebook_entries, codes_entry
 from skdpsynth._schema_columns import category_codes as _category_codes
 from skdpsynth._schema_columns import normalise_column
 from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
@@ -136,9 +138,7 @@ class ColumnSpec:
     @classmethod
     def from_codes(cls, name: str, codes: Mapping | Iterable, *, nullable: bool = False) -> ColumnSpec:
         """A categorical column from a code table ``{code: meaning}`` (the codes are the categories) or a list."""
-        from skdpsynth._codebook import codes_column
-
-        return codes_column(name, codes, nullable=nullable)
+        return _column_from_dict(codes_entry(name, codes, nullable=nullable))
 
     @property
     def numeric_bounds(self) -> tuple[float, float]:
@@ -173,8 +173,13 @@ class TableSchema:
         One spec per column, in table order.
     public : bool, default=True
         ``False`` when the schema was read from private data without DP
-        (:func:`infer_schema`); releases built on it are then flagged as not
-        end-to-end DP.
+        (:func:`infer_schema`) or is a draft not yet confirmed; releases built
+        on it are then flagged as not end-to-end DP.
+    raw : frozenset of str, default=frozenset()
+        Entries of a draft read from the raw data, each named ``"column.bounds"``
+        or ``"column.categories"`` (see :meth:`draft`). A schema with raw
+        entries is never public: :meth:`confirm` refuses it until each is
+        replaced (:meth:`with_columns`) or accepted by name.
 
     Examples
     --------
@@ -188,6 +193,7 @@ class TableSchema:
 
     columns: tuple[ColumnSpec, ...]
     public: bool = field(default=True)
+    raw: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:
         cols = tuple(self.columns)
@@ -198,6 +204,12 @@ class TableSchema:
         if not cols:
             raise SchemaError("a schema needs at least one column.")
         object.__setattr__(self, "columns", cols)
+        object.__setattr__(self, "raw", _schema_draft.check_marks(self.raw, cols))
+        if self.public and self.raw:
+            raise SchemaError(f'the schema says "public": true but entries {sorted(self.raw)} are marked raw (read '
+                              "from the data). Confirm it instead: replace each entry with the codebook's and remove "
+                              "its mark, or accept each by name ('skdpsynth schema confirm FILE --accept ENTRY', "
+                              "or confirm(accept=[...])).")
 
     # construction -------------------------------------------------------------
     @classmethod
@@ -206,15 +218,16 @@ class TableSchema:
         if isinstance(spec, Mapping) and "columns" in spec and not isinstance(spec.get("columns"), Mapping | str) or (
             isinstance(spec, Mapping) and isinstance(spec.get("columns"), Mapping) and "kind" not in spec["columns"]
         ):
-            extra = sorted(set(spec) - {"columns", "public"})
+            extra = sorted(set(spec) - {"columns", "public", "raw"})
             if extra:
-                raise SchemaError(f"unknown schema keys {extra} (a schema file has 'public' and 'columns').")
+                raise SchemaError(f"unknown schema keys {extra} (a schema file has 'public', 'raw' and 'columns').")
             public = spec.get("public", True)
             if not isinstance(public, bool):
                 raise SchemaError(f"'public' must be true or false (JSON, unquoted), got {public!r}.")
+            raw = spec.get("raw", ())
             spec = spec["columns"]
         else:
-            public = True
+            public, raw = True, ()
         if isinstance(spec, Mapping):
             bad = [k for k, v in spec.items() if not isinstance(v, Mapping)]
             if bad:
@@ -222,15 +235,22 @@ class TableSchema:
             items = [dict(v, name=k) for k, v in spec.items()]
         else:
             items = [dict(v) for v in spec]
-        return cls(tuple(_column_from_dict(item) for item in items), public=public)
+        return cls(tuple(_column_from_dict(item) for item in items), public=public, raw=raw)
 
     @classmethod
     def from_codebook(cls, codes: Mapping | None = None, **kwargs: Any) -> TableSchema:
         """A public schema from code tables, category lists and documented ranges (see
-        :func:`skdpsynth._codebook.schema_from_codebook`: ``ranges=``, ``booleans=``, ``order=``, ``nullable=``)."""
-        from skdpsynth._codebook import schema_from_codebook
+        :func:`skdpsynth._codebook.codebook_entries`: ``ranges=``, ``booleans=``, ``order=``, ``nullable=``).
 
-        return schema_from_codebook(codes, **kwargs)
+        Examples
+        --------
+        >>> schema = TableSchema.from_codebook(
+        ...     {"Marital status": {1: "single", 2: "married"}, "Target": ["Dropout", "Graduate"]},
+        ...     ranges={"Age at enrollment": ("integer", 15, 100)})
+        >>> schema["Marital status"].categories
+        (1, 2)
+        """
+        return cls(tuple(_column_from_dict(e) for e in codebook_entries(codes, **kwargs)))
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> TableSchema:
@@ -248,7 +268,8 @@ class TableSchema:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly description (round-trips through :meth:`from_dict`)."""
-        return {"public": self.public, "columns": {c.name: c.to_dict() for c in self.columns}}
+        raw = {"raw": sorted(self.raw)} if self.raw else {}
+        return {"public": self.public, **raw, "columns": {c.name: c.to_dict() for c in self.columns}}
 
     def to_json(self, path: str | os.PathLike) -> None:
         """Write the schema as JSON."""
@@ -257,13 +278,19 @@ class TableSchema:
 
     @classmethod
     def draft(cls, X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:
-        """A schema to finish from the codebook: kinds, bounds and categories as read from ``X``.
+        """A schema to finish from the codebook: kinds, bounds and categories as read from ``X`` -- NOT private.
 
-        The draft is marked not yet public (``public=False``): it was read from
-        the data, so a fit with it is recorded as non-private until you check
-        every field against the codebook (widen bounds to the documented range,
-        list every documented category) and set ``"public": true`` in the JSON
-        file (or call :meth:`confirm`). :meth:`checklist` says what to check.
+        Every bound and category list is the data's own (the observed minimum
+        and maximum, the categories seen) and is marked raw in ``raw``
+        (``"age.bounds"``, ``"course.categories"``): exact extremes and
+        categories only one person has identify people. The draft is not public
+        and :meth:`confirm` refuses it until each raw entry is replaced with the
+        codebook's (:meth:`with_columns`) or accepted by name. Every column is
+        drafted nullable (whether anyone is missing is private; set
+        ``nullable`` false where the codebook says so). :meth:`checklist` says
+        what to check. For a draft that is safe to keep, estimate it under DP
+        (``skdpsynth schema draft DATA --epsilon E``, or
+        :func:`skdpsynth.privacy.estimate_schema`).
 
         Parameters
         ----------
@@ -278,30 +305,36 @@ class TableSchema:
         """
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
-            return infer_schema(X, max_categories=max_categories)
+            read = infer_schema(X, max_categories=max_categories)
+        columns = tuple(replace(c, nullable=True) for c in read.columns)
+        return cls(columns, public=False, raw=_schema_draft.raw_marks(columns))
 
-    def confirm(self) -> TableSchema:
-        """The same schema marked public: call only once every field is checked against the codebook."""
-        return replace(self, public=True)
+    def confirm(self, *, accept: Iterable[str] = ()) -> TableSchema:
+        """The same schema marked public: call only once every field is checked against the codebook.
+
+        Parameters
+        ----------
+        accept : iterable of str
+            Raw entries (``"age.bounds"``, ``"course.categories"``) to keep as
+            read from the data, each named explicitly. Every raw entry must be
+            replaced (:meth:`with_columns`) or accepted here.
+
+        Returns
+        -------
+        TableSchema
+
+        Raises
+        ------
+        SchemaError
+            A raw entry neither replaced nor accepted (all are named), or an
+            accepted name that is not a raw entry.
+        """
+        _schema_draft.check_accept(self.raw, accept)
+        return replace(self, public=True, raw=frozenset())
 
     def checklist(self) -> list[str]:
         """What to check before a drafted schema may be called public (one line per column, then the file)."""
-        lines = []
-        for c in self.columns:
-            if c.kind in _NUMERIC:
-                what = (f"bounds [{c.lower}, {c.upper}] are the observed minimum and maximum: replace them with the "
-                        "documented range (a wider range costs nothing; the observed extremes are private)")
-            elif c.kind == "categorical":
-                what = (f"{len(c.categories)} categories were seen: list every category the codebook documents "
-                        "(integer codes too), not only those present")
-            else:
-                what = "boolean: nothing to widen"
-            missing = "may be missing" if c.nullable else "is never missing"
-            lines.append(f"{c.name!r} ({c.kind}): {what}; confirm it {missing}.")
-        if not self.public:
-            lines.append('When every column is checked, set "public": true in the file; until then a fit with it '
-                         "is recorded as not end-to-end DP.")
-        return lines
+        return _schema_draft.checklist(self.columns, self.raw, self.public)
 
     # access -------------------------------------------------------------------
     @property
@@ -323,15 +356,21 @@ class TableSchema:
 
     def with_columns(self, *specs: ColumnSpec, changes: Mapping[str, Mapping[str, Any]] | None = None) -> TableSchema:
         """A copy with whole columns replaced by ``specs`` and fields changed, e.g. a draft widened to the codebook:
-        ``draft.with_columns(ColumnSpec.from_codes("Course", codes), changes={"age": {"lower": 15}})``.
-        Keeps ``public`` as it is (confirm a draft with :meth:`confirm`)."""
-        from skdpsynth._codebook import _apply
-
-        return _apply(self, specs, changes or {})
+        ``draft.with_columns(ColumnSpec.from_codes("Course", codes), changes={"age": {"lower": 15, "upper": 99}})``.
+        Keeps ``public`` as it is (confirm a draft with :meth:`confirm`); a replaced column, its categories, or both
+        its bounds, lose their raw marks."""
+        changes = changes or {}
+        given = {s.name: s for s in specs}
+        unknown = [n for n in [*given, *changes] if n not in self]
+        if unknown:
+            raise SchemaError(f"columns {unknown} are not in the schema; it has {list(self.names)}.")
+        cols = tuple(replace(given.get(c.name, c), **changes.get(c.name, {})) for c in self.columns)
+        return replace(self, columns=cols, raw=_schema_draft.marks_left(self.raw, given, changes))
 
     def select(self, names: Iterable[str]) -> TableSchema:
         """The sub-schema of ``names`` (in that order)."""
-        return replace(self, columns=tuple(self[n] for n in names))
+        columns = tuple(self[n] for n in names)
+        return replace(self, columns=columns, raw=_schema_draft.marks_left(self.raw, set(self.names) - set(names), {}))
 
     # validation ---------------------------------------------------------------
     def _validate_for_fit(self, X: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:

@@ -169,24 +169,75 @@ def test_validate_property_values_end_in_bounds(values):
     assert out["x"].isna().sum() == pd.Series(values).isna().sum()
 
 
-def test_draft_schema_is_not_public_until_confirmed(tmp_path):
-    import warnings as _w
+def _with_one_extreme_person(n: int = 100) -> pd.DataFrame:
+    """A table whose one extra person has an outlier age and a category nobody else has."""
+    X = pd.DataFrame({"age": [18, 19, 25, 40] * (n // 4), "course": ["a", "b", "a", "c"] * (n // 4),
+                      "online": [True, False] * (n // 2)})
+    return pd.concat([X, pd.DataFrame({"age": [97], "course": ["only-me"], "online": [True]})], ignore_index=True)
 
-    import pandas as _pd
 
-    from skdpsynth import DPMarginalsSynthesizer, TableSchema
-
-    X = _pd.DataFrame({"age": [18, 19, 25, 40] * 25, "course": ["a", "b", "a", "c"] * 25})
-    with _w.catch_warnings():
-        _w.simplefilter("error")  # drafting is deliberate: no leak warning
+def test_draft_marks_every_bound_and_category_raw():
+    X = _with_one_extreme_person()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # drafting is deliberate: no leak warning
         draft = TableSchema.draft(X)
-    assert not draft.public
+    assert draft.raw == {"age.bounds", "course.categories"} and not draft.public
+    assert draft["age"].upper == 97 and "only-me" in draft["course"].categories  # what the marks are for
+    assert all(c.nullable for c in draft.columns)  # whether anyone is missing is not read from the data
     notes = draft.checklist()
-    assert any("'age'" in n and "documented range" in n for n in notes) and any('"public": true' in n for n in notes)
+    assert any("'age'" in n and "RAW" in n and "documented range" in n for n in notes)
+    assert any("--accept age.bounds" in n and "identify people" in n for n in notes)
+    with pytest.raises(SchemaError, match=r"'age.bounds', 'course.categories'.*identify people.*--accept age.bounds "
+                                          r"--accept course.categories"):
+        draft.confirm()
+
+
+def test_confirm_takes_each_raw_entry_replaced_or_accepted_by_name():
+    draft = TableSchema.draft(_with_one_extreme_person())
+    with pytest.raises(SchemaError, match=r"\['course.categories'\]"):
+        draft.confirm(accept=["age.bounds"])
+    with pytest.raises(SchemaError, match=r"cannot accept \['online.categories'\]"):
+        draft.confirm(accept=["age.bounds", "course.categories", "online.categories"])
+    accepted = draft.confirm(accept=["age.bounds", "course.categories"])
+    assert accepted.public and not accepted.raw
+    half = draft.with_columns(changes={"age": {"lower": 15}})  # one bound replaced: the maximum is still the data's
+    assert half.raw == draft.raw
+    done = half.with_columns(ColumnSpec.from_codes("course", ["a", "b", "c", "d"]),
+                             changes={"age": {"lower": 15, "upper": 99}})
+    assert not done.raw and done.confirm().public and "only-me" not in done.confirm()["course"].categories
+    assert draft.select(["course", "online"]).raw == {"course.categories"}
+
+
+def test_a_hand_flipped_public_true_does_not_certify_a_raw_draft(tmp_path):
+    from skdpsynth import DPMarginalsSynthesizer
+
+    X = _with_one_extreme_person()
+    spec = TableSchema.draft(X).to_dict()
+    assert spec["raw"] == ["age.bounds", "course.categories"]
+    spec["public"] = True
+    (tmp_path / "draft.json").write_text(json.dumps(spec))
+    with pytest.raises(SchemaError, match=r'draft.json.*"public": true but entries .*marked raw.*--accept'):
+        TableSchema.from_json(tmp_path / "draft.json")
+    synth = DPMarginalsSynthesizer(epsilon=1.0, schema=tmp_path / "draft.json")
+    with pytest.raises(SchemaError):
+        synth.fit(X)
+    assert not hasattr(synth, "budget_log_")  # refused before anything was spent
+    spec["raw"] = ["online.bounds"]
+    with pytest.raises(SchemaError, match=r"'raw' entry 'online.bounds'"):
+        TableSchema.from_dict(spec)
+
+
+def test_unconfirmed_draft_fits_as_not_private_and_a_confirmed_one_as_private(tmp_path):
+    from skdpsynth import DPMarginalsSynthesizer
+
+    X = _with_one_extreme_person()
+    draft = TableSchema.draft(X)
     draft.to_json(tmp_path / "schema.json")
+    assert TableSchema.from_json(tmp_path / "schema.json") == draft
     fitted = DPMarginalsSynthesizer(epsilon=1.0, schema=tmp_path / "schema.json").fit(X)
     assert not fitted.privacy_spent_.is_private
-    assert DPMarginalsSynthesizer(epsilon=1.0, schema=draft.confirm()).fit(X).privacy_spent_.is_private
+    confirmed = draft.confirm(accept=sorted(draft.raw))
+    assert DPMarginalsSynthesizer(epsilon=1.0, schema=confirmed).fit(X).privacy_spent_.is_private
 
 
 @pytest.mark.parametrize("seed", [72, 126, 0, 1, 2])
