@@ -11,6 +11,11 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from skdpsynth._io import check_output, write_table
+from skdpsynth.audit import ReleaseAuditor, pearl_checks
+from skdpsynth.datasets import make_learning_habits
+from skdpsynth.synthesizers._npgc import NPGCSynthesizer
+
 __all__ = ["run_demo", "choose_output_folder", "DEFAULT_FOLDER", "MIN_STUDENTS"]
 
 DEFAULT_FOLDER = "skdpsynth-report"
@@ -67,8 +72,6 @@ def choose_output_folder(folder: str | Path, *, explicit: bool, force: bool = Fa
     (Path, str or None)
         The folder and, when it differs from the request, a note saying so.
     """
-    from skdpsynth._io import check_output
-
     folder = Path(folder)
     if explicit or force:
         return check_output(folder, force=force, what="--output", kind="folder"), None
@@ -118,8 +121,6 @@ def run_demo(output: Path, n_students: int = 2000, epsilon: float = 2.0, seed: i
 
 
 def _simulate(n_students: int, seed: int) -> tuple:
-    from skdpsynth.datasets import make_learning_habits
-
     data = make_learning_habits(n_students, n_weeks=4, random_state=seed)
     frame, target = data.frame, data.target
     train, holdout = train_test_split(frame, test_size=0.3, stratify=frame[target], random_state=seed)
@@ -129,8 +130,6 @@ def _simulate(n_students: int, seed: int) -> tuple:
 
 
 def _fit(data: object, train: pd.DataFrame, epsilon: float, seed: int) -> object:
-    from skdpsynth import NPGCSynthesizer
-
     synth = NPGCSynthesizer(epsilon=epsilon, schema=data.schema, random_state=seed).fit(train)
     spent = synth.privacy_spent_
     _say(f"fitted NPGCSynthesizer(epsilon={epsilon}) with the public schema: spent epsilon={spent.epsilon:.3f}, "
@@ -144,9 +143,6 @@ def _fit(data: object, train: pd.DataFrame, epsilon: float, seed: int) -> object
 
 def _audit(synth: object, target: str, train: pd.DataFrame, holdout: pd.DataFrame, output: Path,
            seed: int) -> tuple:
-    from skdpsynth._io import write_table
-    from skdpsynth.audit import ReleaseAuditor, pearl_checks
-
     n_release = synth.n_estimate_
     _say(f"release size: {n_release} rows, a DP estimate of the number of training students (the exact number is "
          "private)")
@@ -155,7 +151,7 @@ def _audit(synth: object, target: str, train: pd.DataFrame, holdout: pd.DataFram
     shared = {"allow_shared_rows": True} if "allow_shared_rows" in inspect.signature(auditor.audit).parameters else {}
     report = auditor.audit(synth, X_train=train, X_holdout=holdout, n_samples=n_release, random_state=seed, **shared)
     release = report.synthetic if getattr(report, "synthetic", None) is not None else synth.sample()
-    write_table(release, output / "synthetic.csv")
+    write_table(release, output / "synthetic.csv", overwrite=True)  # the folder was chosen empty, or --force
     return report, release
 
 

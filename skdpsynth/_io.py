@@ -3,15 +3,21 @@
 One module on purpose (over 400 lines): every path, format and JSON rule of the command line lives here.
 
 Reading: the format comes from the extension; a CSV's separator is sniffed
-unless given; integers and booleans are read as pandas' nullable dtypes
-(``Int64``, ``boolean``) so a column's kind never depends on whether a value is
-missing; with a schema, every column is read as its declared kind.
+unless given. With a schema, every column is read as its declared kind.
+Without one, every column is read as text: a column's kind must not depend on
+any one person's value (one "unknown" in a date column, one "30.5" among ages),
+so a release leaves kinds to the synthesizer's DP domain estimate. Only where
+the data are read as they are anyway (a raw schema draft, an audit) does
+``infer=True`` let pandas infer kinds (integers and booleans as its nullable
+dtypes, ISO dates parsed).
 
 Writing: every output path is checked before any work (:func:`check_output`):
 an existing file is refused without ``force``, an input is never overwritten,
-a folder or an unwritable location is an error. Tables are written to a hidden
-partial file beside the target and moved into place only when complete
-(:class:`TableWriter`), so a failed run leaves nothing half-written.
+a folder or an unwritable location is an error. Tables and JSON are written to
+a hidden partial file beside the target and moved into place only when complete
+(:class:`TableWriter`), and never onto a file that appeared meanwhile unless
+overwriting was asked for, so a failed run leaves nothing half-written and
+nothing is overwritten by surprise.
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ import pandas as pd
 from skdpsynth.exceptions import SchemaError, SkdpsynthError
 from skdpsynth.schema import TableSchema
 
-__all__ = ["InputError", "read_table", "read_schema", "check_output", "TableWriter", "write_table", "write_json",
-           "json_safe", "dumps_json", "print_stdout", "table_format"]
+__all__ = ["InputError", "read_table", "read_schema", "check_output", "budget_path", "TableWriter", "write_table",
+           "write_json", "json_safe", "dumps_json", "print_stdout", "table_format"]
 
 _CSV = {".csv": ",", ".tsv": "\t", ".txt": None}
 _PARQUET = (".parquet", ".pq")
@@ -77,7 +83,7 @@ def table_format(path: str | os.PathLike, *, writing: bool = False) -> str:
 
 # --------------------------------------------------------------------------- reading
 def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str | None = None,
-               schema: TableSchema | None = None, what: str = "input") -> pd.DataFrame:
+               schema: TableSchema | None = None, infer: bool = False, what: str = "input") -> pd.DataFrame:
     """Read a CSV or Parquet table for the command line.
 
     Parameters
@@ -93,6 +99,10 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str
         booleans as ``boolean``, datetimes parsed (time zones kept),
         categories with text labels as text. Values that do not fit are left
         as read, for :meth:`TableSchema.validate` to report.
+    infer : bool, default=False
+        Without a schema: let pandas infer each column's kind from its values
+        (not private: for a raw draft or an audit). Otherwise every column is
+        text (missing values NaN), whatever the file's values or stored types.
     what : str
         How the file is named in error messages (e.g. ``"--holdout"``).
 
@@ -109,14 +119,26 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str
     path = Path(path)
     fmt = table_format(path)
     _check_readable(path, what)
+    as_text = schema is None and not infer
     if fmt == "parquet":
         frame = _read_parquet(path, what)
     else:
-        frame = _read_csv(path, sep, encoding or _DEFAULT_ENCODING, schema, what)
+        frame = _read_csv(path, sep, encoding or _DEFAULT_ENCODING, schema, as_text, what)
     if frame.shape[1] == 0 or len(frame) == 0:
         raise InputError(f"{what} {str(path)!r} has a header but no data rows.")
+    if as_text:
+        return _as_text(frame)
     frame = _plain_dtypes(frame)
     return _apply_kinds(frame, schema) if schema is not None else _parse_iso_dates(frame)
+
+
+def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every column as text (object), missing values NaN: the same rule for every value, whatever the others."""
+    out = {}
+    for name in frame.columns:
+        col = frame[name]
+        out[name] = col.astype(object).where(col.isna(), col.astype(str)).where(col.notna(), np.nan)
+    return pd.DataFrame(out, index=frame.index)
 
 
 def _check_readable(path: Path, what: str) -> None:
@@ -162,7 +184,8 @@ def _encoding_error(path: Path, what: str, encoding: str, exc: UnicodeDecodeErro
         "(or --encoding cp1252).")
 
 
-def _read_csv(path: Path, sep: str | None, encoding: str, schema: TableSchema | None, what: str) -> pd.DataFrame:
+def _read_csv(path: Path, sep: str | None, encoding: str, schema: TableSchema | None, as_text: bool,
+              what: str) -> pd.DataFrame:
     try:
         "".encode(encoding)
     except LookupError as exc:
@@ -170,6 +193,8 @@ def _read_csv(path: Path, sep: str | None, encoding: str, schema: TableSchema | 
     default = _CSV.get(path.suffixes[0].lower() if path.suffixes else "", ",") or ","
     try:
         sep = sep if sep is not None else _sniff(path, encoding, default)
+        if as_text:
+            return pd.read_csv(path, sep=sep, encoding=encoding, dtype=str, low_memory=False)
         text_cols = {} if schema is None else {s.name: str for s in schema.columns if _text_labels(s)}
         return pd.read_csv(path, sep=sep, encoding=encoding, dtype=text_cols or None, low_memory=False,
                            dtype_backend="numpy_nullable")
@@ -349,6 +374,33 @@ def check_output(path: str | os.PathLike, *, force: bool = False, inputs: Iterab
     return path
 
 
+def _place(tmp: Path, path: Path, overwrite: bool) -> None:
+    """Move the complete ``tmp`` onto ``path``; without ``overwrite``, never onto a file that exists by now."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # atomic, and fails if ``path`` exists
+    except FileExistsError:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{str(path)!r} appeared while this run was writing it; it was left as it is and nothing "
+                         "was written. Pass --force to overwrite it, or choose another name.") from None
+    except OSError:  # no hard links here (some network or FAT file systems)
+        if path.exists():
+            tmp.unlink(missing_ok=True)
+            raise InputError(f"{str(path)!r} appeared while this run was writing it; nothing was written.") from None
+        os.replace(tmp, path)
+        return
+    tmp.unlink()
+
+
+def budget_path(output: str | os.PathLike) -> Path:
+    """The budget record written beside an output, one per output file: ``o.csv`` -> ``o.csv.budget.json`` (so
+    ``o.csv`` and ``o.parquet`` never share one)."""
+    output = Path(output)
+    return output.with_name(output.name + ".budget.json")
+
+
 class TableWriter:
     """Write a table in batches to a hidden partial file, moved onto ``path`` by :meth:`commit`.
 
@@ -358,10 +410,13 @@ class TableWriter:
         Target file (``.csv``, ``.tsv`` or ``.parquet``); checked with :func:`check_output` beforehand.
     sep : str, optional
         CSV separator (default ``,``; tab for ``.tsv``).
+    overwrite : bool, default=False
+        Replace ``path`` if it exists at commit (only when the user asked to, e.g. ``--force``).
     """
 
-    def __init__(self, path: str | os.PathLike, *, sep: str | None = None):
+    def __init__(self, path: str | os.PathLike, *, sep: str | None = None, overwrite: bool = False):
         self.path = Path(path)
+        self.overwrite = overwrite
         self.format = table_format(self.path, writing=True)
         self.sep = sep or _CSV.get(self.path.suffix.lower()) or ","
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -392,13 +447,15 @@ class TableWriter:
         """Move the complete file onto ``path``."""
         if self._parquet is not None:
             self._parquet.close()
-        os.replace(self._tmp, self.path)
+            self._parquet = None
+        _place(self._tmp, self.path, self.overwrite)
         return self.path
 
     def abort(self) -> None:
         """Remove the partial file."""
         if self._parquet is not None:
             self._parquet.close()
+            self._parquet = None
         self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> TableWriter:
@@ -411,9 +468,10 @@ class TableWriter:
             self.commit()
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, sep: str | None = None) -> Path:
-    """Write one table (CSV or Parquet by extension), complete or not at all."""
-    with TableWriter(path, sep=sep) as writer:
+def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, sep: str | None = None,
+                overwrite: bool = False) -> Path:
+    """Write one table (CSV or Parquet by extension), complete or not at all (see :class:`TableWriter`)."""
+    with TableWriter(path, sep=sep, overwrite=overwrite) as writer:
         writer.write(frame)
     return Path(path)
 
@@ -450,15 +508,16 @@ def dumps_json(obj: Any) -> str:
     return json.dumps(json_safe(obj), indent=2, allow_nan=False)
 
 
-def write_json(obj: Any, path: str | os.PathLike) -> Path:
-    """Write strict JSON, complete or not at all (checked with :func:`check_output` beforehand)."""
+def write_json(obj: Any, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write strict JSON, complete or not at all (checked with :func:`check_output` beforehand; ``overwrite`` as in
+    :class:`TableWriter`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(dumps_json(obj) + "\n")
-        os.replace(tmp, path)
+        _place(Path(tmp), path, overwrite)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

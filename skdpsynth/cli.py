@@ -1,4 +1,4 @@
-"""The ``skdpsynth`` command: demo, synthesize, schema draft, datasets, audit.
+"""The ``skdpsynth`` command: demo, synthesize, schema draft / confirm, datasets, audit.
 
 Every sub-command shares one error handler (:func:`run_command`): problems
 are reported as ``skdpsynth: error: ...`` on stderr without a traceback
@@ -11,29 +11,20 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import traceback
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from skdpsynth.exceptions import PrivacyLeakWarning, SkdpsynthError
+from skdpsynth import _demo, _schema_cmd, datasets
+from skdpsynth._command import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED, PROG, run_command
+from skdpsynth._command import Parser as _Parser
+from skdpsynth._synthesize import MAX_ROWS, synthesize
+from skdpsynth.audit import _cli as audit_cli
+from skdpsynth.exceptions import SkdpsynthError
 from skdpsynth.synthesizers._registry import REGISTRY
 
 __all__ = ["main", "build_parser", "run_command", "EXIT_OK", "EXIT_REJECTED", "EXIT_INPUT", "EXIT_INTERNAL"]
 
-EXIT_OK, EXIT_REJECTED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 #: ``--method`` choices: the registered table synthesizers
 TABLE_METHODS = tuple(info.method for info in REGISTRY if info.data == "table")
-PROG = "skdpsynth"
-
-
-class _Parser(argparse.ArgumentParser):
-    """Argument errors as ``skdpsynth: error: ...`` (exit 2), like every other error."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_INPUT, f"{PROG}: error: {message}\n")
 
 
 # --------------------------------------------------------------------------- argument types
@@ -73,38 +64,7 @@ def positive_int(text: str) -> int:
 
 
 # --------------------------------------------------------------------------- sub-commands
-def _cmd_synthesize(args: argparse.Namespace) -> int:
-    from skdpsynth._synthesize import synthesize
-
-    return synthesize(args)
-
-
-def _cmd_schema_draft(args: argparse.Namespace) -> int:
-    from skdpsynth._io import check_output, read_table, write_json
-    from skdpsynth.schema import TableSchema
-
-    out = check_output(args.output, force=args.force, inputs=[args.input], what="-o", kind="json")
-    if not hasattr(TableSchema, "draft"):
-        raise SkdpsynthError("this installation of skdpsynth cannot draft schemas (TableSchema.draft is missing); "
-                             "upgrade skdpsynth, or write the schema by hand (see the schema guide).")
-    frame = read_table(args.input, sep=args.sep, encoding=args.encoding, what="input")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # said below, in plain words
-        schema = TableSchema.draft(frame)
-    write_json(schema.to_dict(), out)
-    print(f"wrote a DRAFT schema of {len(schema)} columns to {out}. It was read from the data, so it is marked "
-          '"public": false and a release built on it is NOT end-to-end differentially private.')
-    items = schema.checklist()
-    print("Check before use (against the codebook, not the data):")
-    for item in [items] if isinstance(items, str) else list(items):
-        print(f"  - {item}")
-    print(f"Then give it to a release with --schema {out}.")
-    return EXIT_OK
-
-
 def _cmd_datasets(args: argparse.Namespace) -> int:
-    from skdpsynth import datasets
-
     if args.action == "list":
         for name, info in datasets.list_datasets().items():
             print(f"{name:12s} {info}")
@@ -117,13 +77,11 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from skdpsynth._demo import DEFAULT_FOLDER, choose_output_folder, run_demo
-
-    folder, note = choose_output_folder(args.output or DEFAULT_FOLDER, explicit=args.output is not None,
-                                        force=args.force)
+    folder, note = _demo.choose_output_folder(args.output or _demo.DEFAULT_FOLDER, explicit=args.output is not None,
+                                              force=args.force)
     if note:
         print(note, file=sys.stderr)
-    return run_demo(output=folder, n_students=args.n_students, epsilon=args.epsilon, seed=args.seed)
+    return _demo.run_demo(output=folder, n_students=args.n_students, epsilon=args.epsilon, seed=args.seed)
 
 
 # --------------------------------------------------------------------------- parser
@@ -136,35 +94,59 @@ def _add_synthesize(sub: Any, common: argparse.ArgumentParser) -> None:
     syn = sub.add_parser("synthesize", parents=[common],
                          help="fit a DP synthesizer on a CSV/Parquet table and write synthetic rows",
                          description="Fit a differentially private synthesizer on a table and write a synthetic "
-                                     "release and its budget record (OUTPUT with extension .budget.json).")
+                                     "release and its budget record (OUTPUT.budget.json, e.g. release.csv."
+                                     "budget.json; also written when a fit refuses after spending).")
     syn.add_argument("input", help="the private table (.csv, .tsv or .parquet)")
     syn.add_argument("--method", choices=TABLE_METHODS, default="npgc", help="synthesizer (default: %(default)s)")
     syn.add_argument("--epsilon", type=epsilon_arg, required=True,
                      help="privacy budget (e.g. 1.0), or 'none' for a NON-private run")
     syn.add_argument("--delta", type=float, default=None, help="delta of (epsilon, delta)-DP (default: the method's)")
-    syn.add_argument("--schema", default=None, help="public schema (JSON); without it the domain is DP-estimated")
+    syn.add_argument("--schema", default=None,
+                     help="confirmed public schema (JSON); without it every column is read as text and the domain "
+                          "(kinds, bounds, categories) is DP-estimated")
     syn.add_argument("--n-samples", type=positive_int, default=None,
-                     help="rows to write (default: a DP estimate of the number of people)")
+                     help=f"rows to write (default: a DP estimate of the number of people; above {MAX_ROWS:,} only "
+                          "with --force)")
     syn.add_argument("--seed", type=int, default=None, help="seed of the sampling (not of the privacy noise)")
     syn.add_argument("--reproducible-noise", action="store_true",
                      help="derive the privacy noise from --seed (tests and papers only: NOT publishable)")
     syn.add_argument("-o", "--output", required=True, help="output .csv, .tsv or .parquet")
-    syn.add_argument("--force", action="store_true", help="overwrite existing output files")
+    syn.add_argument("--force", action="store_true",
+                     help=f"overwrite existing output files; allow --n-samples above {MAX_ROWS:,}")
     _add_read_options(syn)
-    syn.set_defaults(func=_cmd_synthesize)
+    syn.set_defaults(func=synthesize)
 
 
 def _add_schema(sub: Any, common: argparse.ArgumentParser) -> None:
-    schema = sub.add_parser("schema", help="write a draft schema to check against the codebook")
-    actions = schema.add_subparsers(dest="schema_action", required=True, metavar="ACTION")
-    draft = actions.add_parser("draft", parents=[common], help="draft a schema from a table (NOT private: review it)",
-                               description="Draft a schema (column kinds, bounds, categories) from a table. The "
-                                           "draft is read from the data: check every entry against the codebook.")
+    schema = sub.add_parser("schema", help="draft a schema to check against the codebook, then confirm it")
+    actions = schema.add_subparsers(dest="schema_action", required=True, metavar="ACTION", parser_class=_Parser)
+    draft = actions.add_parser(
+        "draft", parents=[common], help="draft a schema from a table (under DP with --epsilon, or --raw)",
+        description="Draft a schema (column kinds, bounds, categories) from a table, to check against the codebook. "
+                    "--epsilon E estimates it under DP (charged to the data's budget; its budget record is written "
+                    "beside it); --raw reads it from the data as it is (NOT private: each bound and category list "
+                    "is marked raw and must be replaced or accepted by name before it is confirmed).")
     draft.add_argument("input", help="the table (.csv, .tsv or .parquet)")
     draft.add_argument("-o", "--output", required=True, help="schema file to write (.json)")
+    draft.add_argument("--epsilon", type=positive_float, default=None,
+                       help="privacy budget of the DP draft (count it against the data's total budget)")
+    draft.add_argument("--delta", type=float, default=1e-6, help="delta of the DP draft (default: %(default)s)")
+    draft.add_argument("--raw", action="store_true", help="read the draft from the data as it is (NOT private)")
     draft.add_argument("--force", action="store_true", help="overwrite an existing schema file")
     _add_read_options(draft)
-    draft.set_defaults(func=_cmd_schema_draft)
+    draft.set_defaults(func=_schema_cmd.draft)
+    confirm = actions.add_parser(
+        "confirm", parents=[common], help="write a checked draft as a confirmed (public) schema",
+        description="Confirm a draft checked against the codebook: write it as a public schema. Entries the draft "
+                    "read from the data (marked raw) are refused unless each was replaced or is accepted by name "
+                    "with --accept (e.g. --accept age.bounds --accept gender.categories).")
+    confirm.add_argument("input", help="the checked draft (.json)")
+    confirm.add_argument("-o", "--output", required=True, help="confirmed schema file to write (.json)")
+    confirm.add_argument("--accept", action="append", default=[], metavar="ENTRY",
+                         help="a raw entry to keep as read from the data (COLUMN.bounds or COLUMN.categories); "
+                              "repeat for each")
+    confirm.add_argument("--force", action="store_true", help="overwrite an existing schema file")
+    confirm.set_defaults(func=_schema_cmd.confirm)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,65 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--data-home", default=None)
     ds.set_defaults(func=_cmd_datasets)
 
-    from skdpsynth.audit._cli import add_parser as add_audit_parser
-
-    add_audit_parser(sub, parents=[common])
+    audit_cli.add_parser(sub, parents=[common])
     return parser
-
-
-# --------------------------------------------------------------------------- one error handler
-def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
-                  line: Any = None) -> None:
-    label = "privacy warning" if issubclass(category, PrivacyLeakWarning) else "warning"
-    print(f"{PROG}: {label}: {message}", file=sys.stderr)
-
-
-@contextmanager
-def cli_warnings(debug: bool = False) -> Iterator[None]:
-    """Warnings as one plain line each; libraries' deprecation notices only with ``--debug``."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        if not debug:
-            warnings.simplefilter("ignore", FutureWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.showwarning = _show_warning
-        yield
-
-
-def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-
-
-def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
-    """Run a sub-command: its exit status, or the status of the error it raised (reported on stderr)."""
-    from skdpsynth._io import silence_stdout
-
-    debug = bool(getattr(args, "debug", False))
-    try:
-        with cli_warnings(debug):
-            return int(func(args) or 0)
-    except BrokenPipeError:  # the reader went away (``... | head``): nothing to report
-        silence_stdout()
-        return EXIT_OK
-    except KeyboardInterrupt:
-        _error("interrupted.")
-        return 130
-    except (SkdpsynthError, ValueError, OSError) as exc:
-        if debug:
-            traceback.print_exc()
-        _error(str(exc) or type(exc).__name__)
-        return EXIT_INPUT
-    except MemoryError:
-        if debug:
-            traceback.print_exc()
-        _error("out of memory; try a smaller table or --n-samples.")
-        return EXIT_INTERNAL
-    except Exception as exc:  # an internal failure: say so, no traceback unless asked
-        if debug:
-            traceback.print_exc()
-        _error(f"internal error ({type(exc).__name__}: {exc}). This is a bug in skdpsynth: please report it "
-               "with the output of the same command run with --debug.")
-        return EXIT_INTERNAL
 
 
 def main(argv: list[str] | None = None) -> int:

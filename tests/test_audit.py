@@ -369,7 +369,7 @@ def test_privacy_scorer_explains_missing_training_rows(students):
 # --------------------------------------------------------------------------- command line
 def test_cli_audit_writes_ledger_and_report(students, tmp_path, capsys):
     from skdpsynth.audit import Ledger
-    from skdpsynth.audit._cli import main
+    from skdpsynth.cli import main
 
     train, holdout, oracle = students
     train.to_csv(tmp_path / "train.csv", index=False)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +42,11 @@ def files(tmp_path):
 def synth_args(d: Path, *extra: str, data: str = "data.csv", out: str = "out.csv", schema: bool = True) -> list[str]:
     args = ["synthesize", str(d / data), "--method", "marginals", "--epsilon", "2", "-o", str(d / out)]
     return args + (["--schema", str(d / "schema.json")] if schema else []) + list(extra)
+
+
+def _mask(text: str) -> str:
+    """Output with every number masked (noisy figures differ between runs; the words must not)."""
+    return re.sub(r"\d[\d,.e+-]*", "#", text)
 
 
 def run(capsys, args):
@@ -140,9 +147,9 @@ def test_existing_output_refused_without_force(files, capsys):
 
 
 def test_existing_budget_file_refused_before_fit(files, capsys):
-    (files / "out.budget.json").write_text("{}")
+    (files / "out.csv.budget.json").write_text("{}")
     code, _, err = run(capsys, synth_args(files))
-    assert code == 2 and "out.budget.json" in err and "fitting" not in err
+    assert code == 2 and "out.csv.budget.json" in err and "fitting" not in err
     assert not (files / "out.csv").exists()
 
 
@@ -164,9 +171,24 @@ def test_unknown_extension_refused_for_input_and_output(files, capsys):
     assert not (files / "release.xlsx").exists()
 
 
+def test_without_a_schema_every_column_is_read_as_text(tmp_path):
+    """One person's "unknown" among dates or "30.5" among ages must not change how the other columns are read."""
+    text = "age,when,score\n18,2021-09-01,1.5\n,2021-09-02,\n30,2021-09-03,2\n"
+    for extra in ("", "30.5,unknown,n/a\n"):
+        (tmp_path / "t.csv").write_text(text + extra)
+        frame = read_table(tmp_path / "t.csv")
+        assert all(frame[c].dtype == object for c in frame.columns)
+        assert frame["age"].iloc[[0, 2]].tolist() == ["18", "30"] and frame["age"].isna().tolist()[:3] == [0, 1, 0]
+    pd.DataFrame({"age": pd.array([18, None, 30], dtype="Int64"), "x": [1.5, np.nan, 2.0],
+                  "when": pd.to_datetime(["2021-09-01", None, "2021-09-03"])}).to_parquet(tmp_path / "t.parquet")
+    frame = read_table(tmp_path / "t.parquet")
+    assert all(frame[c].dtype == object for c in frame.columns) and frame.isna().sum().tolist() == [1, 1, 1]
+    assert frame["age"].tolist()[0] == "18" and frame["x"].tolist()[0] == "1.5"
+
+
 def test_nullable_integers_and_booleans_keep_their_kind(tmp_path):
     (tmp_path / "t.csv").write_text("age,flag,x\n18,True,1.5\n,,2.0\n30,False,\n")
-    plain = read_table(tmp_path / "t.csv")
+    plain = read_table(tmp_path / "t.csv", infer=True)  # a raw draft's or an audit's reading
     assert str(plain["age"].dtype) == "Int64" and str(plain["flag"].dtype) == "boolean"
     assert plain["x"].dtype == np.float64
     schema = TableSchema.from_dict({"age": {"kind": "integer", "lower": 0, "upper": 99},
@@ -211,7 +233,7 @@ def test_epsilon_none_is_a_declared_nonprivate_run_with_valid_json(files, capsys
     code, out, err = run(capsys, args)
     assert code == 0, err
     assert "NON-private" in err and "NOT differentially private" in out
-    record = _strict((files / "out.budget.json").read_text())
+    record = _strict((files / "out.csv.budget.json").read_text())
     assert record["privacy_spent"]["epsilon"] == "inf"
     assert record["privacy_spent"]["is_private"] is False and record["privacy_spent"]["publishable"] is False
 
@@ -219,7 +241,7 @@ def test_epsilon_none_is_a_declared_nonprivate_run_with_valid_json(files, capsys
 def test_budget_record_content(files, capsys):
     code, out, err = run(capsys, synth_args(files))
     assert code == 0, err
-    record = _strict((files / "out.budget.json").read_text())
+    record = _strict((files / "out.csv.budget.json").read_text())
     spent = record["privacy_spent"]
     assert spent["is_private"] and spent["publishable"] and not spent["reproducible_noise"]
     assert 0 < spent["epsilon"] <= 2
@@ -250,10 +272,62 @@ def test_n_samples_must_be_positive(files, capsys, n):
     assert code == 2 and "--n-samples" in err
 
 
-def test_exact_training_size_warns(files, capsys):
-    code, _, err = run(capsys, synth_args(files, "--n-samples", str(N)))
-    assert code == 0 and "exact number of people" in err
-    assert _strict((files / "out.budget.json").read_text())["n_samples_dp_estimate"] is False
+def test_n_samples_note_does_not_depend_on_the_number_of_people(files, capsys):
+    """The note about --n-samples is said for every size: saying it only at the exact size would reveal that size."""
+    errs = []
+    for n, out in ((N, "a.csv"), (N + 1, "b.csv")):
+        code, _, err = run(capsys, synth_args(files, "--n-samples", str(n), out=out))
+        assert code == 0, err
+        errs.append(_mask(err.replace(out, "OUT")))
+    assert errs[0] == errs[1] and "number of people would reveal" in errs[0]
+    assert _strict((files / "a.csv.budget.json").read_text())["n_samples_dp_estimate"] is False
+
+
+def test_absurd_release_size_is_refused_before_anything_unless_forced(files, capsys, monkeypatch):
+    import skdpsynth._synthesize as synthesize
+
+    code, _, err = run(capsys, synth_args(files, "--n-samples", "1000000000"))
+    assert code == 2 and "1,000,000,000" in err and "--force" in err and "fitting" not in err
+    assert sorted(p.name for p in files.iterdir()) == ["data.csv", "schema.json"]
+    monkeypatch.setattr(synthesize, "MAX_ROWS", 100)
+    code, out, err = run(capsys, synth_args(files, "--n-samples", "150", "--force"))
+    assert code == 0 and "wrote 150 synthetic rows" in out and "sampling 150 rows" in err
+
+
+def test_interrupted_sampling_leaves_no_partial_file_but_the_budget_record(files, capsys, monkeypatch):
+    def interrupted(self, n, **kw):
+        yield self.sample(10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(DPMarginalsSynthesizer, "sample_batches", interrupted)
+    code, _, err = run(capsys, synth_args(files, "--n-samples", "5000"))
+    assert code == 130 and "interrupted" in err and "budget record written" in err
+    assert sorted(p.name for p in files.iterdir()) == ["data.csv", "out.csv.budget.json", "schema.json"]
+    record = _strict((files / "out.csv.budget.json").read_text())
+    assert record["release"] is None and "no release" in record["status"] and record["privacy_spent"]["epsilon"] > 0
+
+
+def test_csv_and_parquet_releases_get_their_own_budget_records(files, capsys):
+    for out in ("o.csv", "o.parquet"):
+        code, _, err = run(capsys, synth_args(files, out=out))
+        assert code == 0, err
+    for out in ("o.csv", "o.parquet"):
+        record = _strict((files / f"{out}.budget.json").read_text())
+        assert record["release"]["file"] == out
+        assert record["release"]["sha256"] == hashlib.sha256((files / out).read_bytes()).hexdigest()
+
+
+def test_a_file_that_appears_during_the_run_is_not_overwritten(files, capsys, monkeypatch):
+    original = DPMarginalsSynthesizer.sample_batches
+
+    def racing(self, n, **kw):
+        (files / "out.csv").write_text("keep me\n")  # someone else writes the output meanwhile
+        return original(self, n, **kw)
+
+    monkeypatch.setattr(DPMarginalsSynthesizer, "sample_batches", racing)
+    code, _, err = run(capsys, synth_args(files))
+    assert code == 2 and "appeared" in err and (files / "out.csv").read_text() == "keep me\n"
+    assert not [p for p in files.iterdir() if p.name.endswith(".partial")]
 
 
 def test_reproducible_noise_needs_seed_and_is_not_publishable(files, capsys):
@@ -262,23 +336,42 @@ def test_reproducible_noise_needs_seed_and_is_not_publishable(files, capsys):
     code, out, err = run(capsys, synth_args(files, "--reproducible-noise", "--seed", "3"))
     assert code == 0, err
     assert "NOT publishable" in err and "NOT publishable" in out
-    spent = _strict((files / "out.budget.json").read_text())["privacy_spent"]
+    spent = _strict((files / "out.csv.budget.json").read_text())["privacy_spent"]
     assert spent["reproducible_noise"] is True and spent["publishable"] is False
 
 
-def test_non_public_schema_says_not_end_to_end_dp(files, capsys):
+def test_unconfirmed_draft_schema_is_refused_before_anything_is_spent(files, capsys):
     d = student_schema().to_dict()
     d["public"] = False
     (files / "schema.json").write_text(json.dumps(d))
     code, out, err = run(capsys, synth_args(files))
+    assert code == 2 and "not confirmed" in err and "Nothing was read or spent" in err and "fitting" not in err
+    assert f"skdpsynth schema confirm {files / 'schema.json'} -o schema.json" in err
+    assert sorted(p.name for p in files.iterdir()) == ["data.csv", "schema.json"]
+    args = synth_args(files)
+    args[args.index("--epsilon") + 1] = "none"  # a NON-private run may use a draft
+    code, out, err = run(capsys, args)
+    assert code == 0 and "NOT differentially private" in out, err
+
+
+def test_raw_draft_with_a_hand_flipped_public_true_is_refused(files, capsys):
+    code, _, err = run(capsys, ["schema", "draft", str(files / "data.csv"), "--raw", "-o", str(files / "d.json")])
     assert code == 0, err
-    assert "NOT end-to-end differentially private" in err and "NOT differentially private" in out
+    d = json.loads((files / "d.json").read_text())
+    d["public"] = True
+    (files / "schema.json").write_text(json.dumps(d))
+    code, _, err = run(capsys, synth_args(files))
+    assert code == 2 and "marked raw" in err and "--accept" in err and "fitting" not in err
+    assert not (files / "out.csv").exists() and not (files / "out.csv.budget.json").exists()
 
 
-def test_without_schema_refusal_names_the_draft_command(files, capsys):
-    code, _, err = run(capsys, synth_args(files, schema=False))
+def test_without_schema_refusal_names_the_draft_command_and_leaves_the_budget_record(files, capsys):
+    code, _, err = run(capsys, synth_args(files, "--epsilon", "0.05", schema=False))
     assert code == 2
     assert "skdpsynth schema draft" in err and "-o schema.json" in err
+    record = _strict((files / "out.csv.budget.json").read_text())  # the noisy count was spent: it is on record
+    assert record["release"] is None and 0 < record["privacy_spent"]["epsilon"] <= 0.05
+    assert f"budget record written to {files / 'out.csv.budget.json'}" in err and not (files / "out.csv").exists()
 
 
 def test_draft_hint_is_said_once_in_command_line_words(files, capsys):
@@ -343,7 +436,9 @@ def test_internal_failure_is_exit_3_without_traceback(files, capsys, monkeypatch
     code, _, err = run(capsys, synth_args(files))
     assert code == 3 and "internal error" in err and "RuntimeError: boom" in err and "Traceback" not in err
     assert not (files / "out.csv").exists()
-    code, _, err = run(capsys, synth_args(files, "--debug"))
+    assert _strict((files / "out.csv.budget.json").read_text())["release"] is None  # the clip count was spent
+    assert "budget record written" in err
+    code, _, err = run(capsys, synth_args(files, "--debug", "--force"))
     assert code == 3 and "Traceback" in err
 
 
@@ -431,7 +526,7 @@ def test_audit_reads_budget_and_refuses_another_release(audit_files, capsys):
     code, _, err = run(capsys, synth_args(audit_files, "--force", out="release.csv"))
     assert code == 0, err
     code, out, err = run(capsys, audit_args(audit_files, "--json", "--budget",
-                                            str(audit_files / "release.budget.json")))
+                                            str(audit_files / "release.csv.budget.json")))
     assert code in (0, 1), err
     import inspect
 
@@ -440,14 +535,14 @@ def test_audit_reads_budget_and_refuses_another_release(audit_files, capsys):
     if "privacy" in inspect.signature(ReleaseAuditor.audit).parameters:  # the auditor records the stated spend
         assert _strict(out)["privacy"]["epsilon"] == 2.0
     # an audit of a file names the synthesizer from its budget record (it used to say None)
-    code, _, err = run(capsys, audit_args(audit_files, "--budget", str(audit_files / "release.budget.json"),
+    code, _, err = run(capsys, audit_args(audit_files, "--budget", str(audit_files / "release.csv.budget.json"),
                                           "--report", str(audit_files / "named")))
     assert code in (0, 1), err
     synth_line = [ln for ln in (audit_files / "named" / "report.md").read_text().splitlines()
                   if ln.startswith("- synthesizer:")]
     assert synth_line and "Synthesizer` (from the budget record)" in synth_line[0]
     make_students(400, 3).to_csv(audit_files / "release.csv", index=False)
-    code, _, err = run(capsys, audit_args(audit_files, "--budget", str(audit_files / "release.budget.json")))
+    code, _, err = run(capsys, audit_args(audit_files, "--budget", str(audit_files / "release.csv.budget.json")))
     assert code == 2 and "another release" in err
 
 
@@ -484,18 +579,61 @@ def test_broken_pipe_during_audit_keeps_the_verdict(audit_files, capsys, monkeyp
 
 
 # --------------------------------------------------------------------------- schema draft
-def test_schema_draft(files, capsys):
+def test_schema_draft_needs_epsilon_or_raw_and_refuses_to_overwrite(files, capsys):
+    draft = ["schema", "draft", str(files / "data.csv"), "-o"]
+    code, _, err = run(capsys, draft + [str(files / "d.json")])
+    assert code == 2 and "--epsilon" in err and "--raw" in err and not (files / "d.json").exists()
+    code, _, err = run(capsys, draft + [str(files / "d.json"), "--raw", "--epsilon", "1"])
+    assert code == 2 and "not both" in err
     (files / "taken.json").write_text("{}")
-    code, _, err = run(capsys, ["schema", "draft", str(files / "data.csv"), "-o", str(files / "taken.json")])
-    assert code == 2 and "already exists" in err
-    code, out, err = run(capsys, ["schema", "draft", str(files / "data.csv"), "-o", str(files / "draft.json")])
-    if not hasattr(TableSchema, "draft"):  # schema drafting not in this installation: a clear refusal
-        assert code == 2 and "cannot draft schemas" in err
-        return
+    code, _, err = run(capsys, draft + [str(files / "taken.json"), "--raw"])
+    assert code == 2 and "already exists" in err and (files / "taken.json").read_text() == "{}"
+
+
+def test_raw_draft_is_marked_and_confirm_takes_each_entry_by_name(files, capsys):
+    code, out, err = run(capsys, ["schema", "draft", str(files / "data.csv"), "--raw", "-o", str(files / "d.json")])
     assert code == 0, err
-    assert "Check before use" in out
-    drafted = TableSchema.from_json(files / "draft.json")
-    assert drafted.public is False and set(drafted.names) == set(student_schema().names)
+    assert "identify people" in err and "--epsilon" in err and "RAW DRAFT" in out and "Check before use" in out
+    drafted = TableSchema.from_json(files / "d.json")
+    raw = {"score.bounds", "attendance.bounds", "course.categories", "group.categories", "outcome.categories"}
+    assert drafted.public is False and drafted.raw == raw
+    confirm = ["schema", "confirm", str(files / "d.json"), "-o", str(files / "c.json")]
+    code, _, err = run(capsys, confirm + ["--accept", "score.bounds"])
+    assert code == 2 and "identify people" in err and "--accept attendance.bounds" in err
+    assert not (files / "c.json").exists()
+    code, _, err = run(capsys, confirm + ["--accept", "age.bounds"])
+    assert code == 2 and "cannot accept ['age.bounds']" in err
+    code, out, err = run(capsys, confirm + [arg for m in sorted(raw) for arg in ("--accept", m)])
+    assert code == 0, err
+    confirmed = TableSchema.from_json(files / "c.json")
+    assert confirmed.public and not confirmed.raw and "accepted as read from the data" in out
+    code, _, err = run(capsys, confirm)
+    assert code == 2 and "already exists" in err
+
+
+def test_dp_draft_writes_its_budget_record_and_confirms_without_accepting(files, capsys):
+    # text columns only: their kind is categorical whether read from the dtype or decided under DP
+    make_students(N, 0)[["course", "group", "outcome"]].to_csv(files / "cats.csv", index=False)
+    code, out, err = run(capsys, ["schema", "draft", str(files / "cats.csv"), "--epsilon", "4", "-o",
+                                  str(files / "d.json")])
+    assert code == 0, err
+    assert "estimated under differential privacy" in out and "d.json.budget.json" in out
+    drafted = TableSchema.from_json(files / "d.json")
+    assert not drafted.public and not drafted.raw and set(drafted["course"].categories) <= {"math", "bio", "art"}
+    record = _strict((files / "d.json.budget.json").read_text())
+    assert 0 < record["privacy_spent"]["epsilon"] <= 4 and record["privacy_spent"]["is_private"]
+    assert record["budget_log"] and record["schema"]["file"] == "d.json"
+    code, _, err = run(capsys, ["schema", "confirm", str(files / "d.json"), "-o", str(files / "c.json")])
+    assert code == 0, err
+    assert TableSchema.from_json(files / "c.json").public
+
+
+def test_dp_draft_that_refuses_after_spending_leaves_its_budget_record(files, capsys):
+    code, _, err = run(capsys, ["schema", "draft", str(files / "data.csv"), "--epsilon", "0.01", "-o",
+                                str(files / "d.json")])
+    assert code == 2 and "budget record written" in err and not (files / "d.json").exists()
+    record = _strict((files / "d.json.budget.json").read_text())
+    assert record["schema"]["file"] is None and 0 < record["privacy_spent"]["epsilon"] <= 0.01
 
 
 # --------------------------------------------------------------------------- helpers

@@ -40,7 +40,7 @@ def test_cli_synthesize_writes_rows_and_budget_log(tmp_path, mixed_frame, mixed_
                  "--seed", "0", "-o", str(out), "--n-samples", "123"]) == 0
     synth = pd.read_parquet(out)
     assert synth.shape == (123, mixed_frame.shape[1])
-    log = json.loads(out.with_suffix(".budget.json").read_text())
+    log = json.loads(out.with_name(out.name + ".budget.json").read_text())
     assert log["privacy_spent"]["epsilon"] <= 1.0 + 1e-9
     assert len(log["budget_log"]) == 1 + mixed_frame.shape[1]  # the clipped-value count, then one per column
     assert "clipped to the public bounds" in log["budget_log"][0]["target"]

@@ -9,7 +9,9 @@ Wired into :mod:`skdpsynth.cli` through :func:`add_parser` and :func:`run`::
 Exit status: 0 when the release is approved (or the ledger verifies), 1 when
 it is rejected (or the ledger is broken), 2 on bad input, 3 on an internal
 failure. Errors go through the command line's one handler
-(:func:`skdpsynth.cli.run_command`).
+(:func:`skdpsynth._command.run_command`). Without ``--schema`` the tables are
+read with pandas' kinds (the audit reads the real rows as they are; it releases
+no synthetic data).
 """
 
 from __future__ import annotations
@@ -18,23 +20,18 @@ import argparse
 import difflib
 import hashlib
 import inspect
+import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from skdpsynth._io import InputError, check_output, dumps_json, print_stdout, read_schema
-from skdpsynth._io import read_table as _read_table
+from skdpsynth._command import EXIT_OK, EXIT_REJECTED
+from skdpsynth._io import InputError, check_output, dumps_json, print_stdout, read_schema, read_table
+from skdpsynth.audit._auditor import ReleaseAuditor, pearl_checks
+from skdpsynth.audit._ledger import Ledger
 
-__all__ = ["add_parser", "run", "read_table", "main"]
-
-EXIT_OK, EXIT_REJECTED = 0, 1
-
-
-def read_table(path: str | Path, *, sep: str | None = None, encoding: str | None = None, schema: Any = None,
-               what: str = "input") -> pd.DataFrame:
-    """Read a CSV (separator sniffed unless ``sep`` is given) or Parquet file: :func:`skdpsynth._io.read_table`."""
-    return _read_table(path, sep=sep, encoding=encoding, schema=schema, what=what)
+__all__ = ["add_parser", "run", "verify_ledger", "read_budget"]
 
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
@@ -78,8 +75,6 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = 
 # --------------------------------------------------------------------------- ledger
 def verify_ledger(path: str | Path) -> int:
     """Verify a whole ledger; print the result; exit status 0 (intact) or 1 (broken)."""
-    from skdpsynth.audit._ledger import Ledger
-
     path = Path(path)
     if path.is_dir() or not path.exists():
         raise InputError(f"--verify-ledger {str(path)!r} is {'a folder' if path.is_dir() else 'missing'}; give the "
@@ -97,8 +92,6 @@ def verify_ledger(path: str | Path) -> int:
 
 def _check_ledger_target(path: str, inputs: list[str | None]) -> None:
     """The ledger is appended to (never replaced): it must be a file that is no input and verifies."""
-    from skdpsynth.audit._ledger import Ledger
-
     p = Path(path)
     if p.is_dir():
         raise InputError(f"--ledger {path!r} is a folder; give a file such as {str(p / 'ledger.jsonl')!r}.")
@@ -171,8 +164,6 @@ def _sha256(path: str | Path) -> str:
 
 def read_budget(path: str | Path, synthetic: str | Path) -> dict[str, Any]:
     """Read ``synthesize``'s budget record and check that it describes the audited file."""
-    import json
-
     path = Path(path)
     if path.is_dir() or not path.exists():
         raise InputError(f"--budget {str(path)!r} is {'a folder' if path.is_dir() else 'missing'}; give the "
@@ -225,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ledger:
         _check_ledger_target(args.ledger, inputs)
     schema = read_schema(args.schema) if args.schema else None
-    frames = {f"--{n}": read_table(getattr(args, n), sep=args.sep, encoding=args.encoding, schema=schema,
+    frames = {f"--{n}": read_table(getattr(args, n), sep=args.sep, encoding=args.encoding, schema=schema, infer=True,
                                    what=f"--{n}") for n in ("train", "holdout", "synthetic")}
     positive = _check_names(args, frames)
     record = read_budget(args.budget, args.synthetic) if args.budget else None
@@ -239,8 +230,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace, frames: dict[str, pd.DataFrame], schema: Any, positive: Any,
            record: dict[str, Any] | None) -> Any:
-    from skdpsynth.audit._auditor import ReleaseAuditor, pearl_checks
-
     event = args.event_col[0] if args.event_col and len(args.event_col) == 1 else args.event_col
     checks = pearl_checks(args.task, target=args.target, protected=args.protected, positive=positive,
                           schema=schema, id_col=args.id_col, order_col=args.order_col, event_col=event,
@@ -253,16 +242,3 @@ def _audit(args: argparse.Namespace, frames: dict[str, pd.DataFrame], schema: An
         extra["allow_shared_rows"] = True
     return auditor.audit(synthetic=frames["--synthetic"], X_train=frames["--train"], X_holdout=frames["--holdout"],
                          **extra)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m skdpsynth.audit._cli audit ...``): the ``skdpsynth`` command."""
-    from skdpsynth.cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    sys.exit(main())
