@@ -285,8 +285,9 @@ def read_schema(path: str | os.PathLike, *, what: str = "--schema") -> TableSche
     if path.is_dir():
         raise InputError(f"{what} {str(path)!r} is a folder; give the schema's .json file.")
     if not path.exists():
-        raise InputError(f"{what} {str(path)!r} does not exist (write one with 'skdpsynth schema draft DATA "
-                         "-o schema.json').")
+        raise InputError(f"{what} {str(path)!r} does not exist (draft one with 'skdpsynth schema draft DATA "
+                         "--epsilon E -o draft.json', check it against the codebook, then 'skdpsynth schema confirm "
+                         "draft.json -o schema.json').")
     try:
         return TableSchema.from_json(path)
     except json.JSONDecodeError as exc:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["normalise_column", "category_codes"]
 
-_SEE = "to see the values present, draft a schema from the data (`skdpsynth schema draft DATA -o draft.json`)"
+_SEE = "to see the values present, draft a schema from the data (`skdpsynth schema draft DATA --raw -o draft.json`)"
 
 
 def _example(values: Any, public: bool) -> str:

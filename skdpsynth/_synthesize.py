@@ -116,7 +116,7 @@ def _cost(spent: PrivacySpent | None, record: Path) -> str:
 
 
 def _draft_command(args: argparse.Namespace) -> str:
-    return f"skdpsynth schema draft {shlex.quote(str(args.input))} -o schema.json"
+    return f"skdpsynth schema draft {shlex.quote(str(args.input))} --raw -o draft.json"
 
 
 def _in_cli_words(text: str, args: argparse.Namespace) -> str:
@@ -127,15 +127,20 @@ def _in_cli_words(text: str, args: argparse.Namespace) -> str:
     return text
 
 
+#: how a checked draft becomes the schema a release takes
+_CONFIRM = "confirm it (`skdpsynth schema confirm draft.json -o schema.json`)"
 #: the domain estimate's advice in Python API words, and the same advice for ``skdpsynth synthesize``
-_CLI_WORDS = (("` (or TableSchema.draft(X)) writes", "` writes"), ("schema=schema.json", "--schema schema.json"),
+_CLI_WORDS = (("` (or TableSchema.draft(X)) writes", "` writes"),
+              ("then pass schema=schema.json", f"{_CONFIRM}, then pass --schema schema.json"),
+              ("then schema=schema.json", f"then check it, {_CONFIRM} and pass --schema schema.json"),
+              ("schema=schema.json", "--schema schema.json"),
               ("Or raise epsilon or domain_share.", "Or raise --epsilon."), ("or set delta.", "or set --delta."))
 
 
 def _draft_hint(args: argparse.Namespace) -> str:
     return ("Without --schema the domain must be estimated under DP, and it could not be at this budget. Write a "
-            f"schema instead: run\n    {_draft_command(args)}\ncheck it against the codebook, then pass --schema "
-            "schema.json.")
+            f"schema instead: run\n    {_draft_command(args)}\ncheck it against the codebook, {_CONFIRM}, then "
+            "pass --schema schema.json.")
 
 
 @contextmanager

@@ -368,7 +368,7 @@ def test_raw_draft_with_a_hand_flipped_public_true_is_refused(files, capsys):
 def test_without_schema_refusal_names_the_draft_command_and_leaves_the_budget_record(files, capsys):
     code, _, err = run(capsys, synth_args(files, "--epsilon", "0.05", schema=False))
     assert code == 2
-    assert "skdpsynth schema draft" in err and "-o schema.json" in err
+    assert "skdpsynth schema draft" in err and "schema confirm draft.json -o schema.json" in err
     record = _strict((files / "out.csv.budget.json").read_text())  # the noisy count was spent: it is on record
     assert record["release"] is None and 0 < record["privacy_spent"]["epsilon"] <= 0.05
     assert f"budget record written to {files / 'out.csv.budget.json'}" in err and not (files / "out.csv").exists()
@@ -379,7 +379,7 @@ def test_draft_hint_is_said_once_in_command_line_words(files, capsys):
     code, _, err = run(capsys, synth_args(files, schema=False))
     assert code == 2 and "domain cannot be estimated" in err
     assert err.count("schema draft") == 1, err
-    assert f"skdpsynth schema draft {files / 'data.csv'} -o schema.json" in err and "--schema schema.json" in err
+    assert f"skdpsynth schema draft {files / 'data.csv'} --raw -o draft.json" in err and "--schema schema.json" in err
     assert "DATA" not in err and "schema=schema.json" not in err and "TableSchema.draft" not in err
 
 
@@ -399,7 +399,7 @@ def test_draft_hint_once_after_the_domain_warning(files, capsys, monkeypatch):
     code, _, err = run(capsys, synth_args(files, schema=False))
     assert code == 2 and "no budget left for the model" in err
     assert err.count("schema draft") == 1, err
-    assert f"skdpsynth schema draft {files / 'data.csv'} -o schema.json" in err  # the warning names the file too
+    assert f"skdpsynth schema draft {files / 'data.csv'} --raw -o draft.json" in err  # the warning names the file too
 
 
 def test_sampling_in_batches(files, capsys, monkeypatch):

@@ -92,7 +92,7 @@ def test_wide_small_table_at_epsilon_1_refuses_before_spending():
     with pytest.raises(DomainEstimateError) as err:
         est.fit(X)
     msg = str(err.value)
-    assert "skdpsynth schema draft DATA -o schema.json" in msg
+    assert "skdpsynth schema draft DATA --raw -o draft.json" in msg
     assert all(f"'{c}'" in msg for c in X.columns)  # ONE error naming every column
     spent = [r for r in est.budget_log_ if r.kind != "none"]
     assert len(spent) == 1 and "number of people" in spent[0].target  # only the noisy count

@@ -67,7 +67,7 @@ from skdpsynth.schema import TableSchema
 __all__ = ["estimate_schema", "column_kind_from_dtype", "plan_schema_cost", "drop_unreleased_categories",
            "DomainEstimateError", "DRAFT_COMMAND"]
 
-DRAFT_COMMAND = "skdpsynth schema draft DATA -o schema.json"
+DRAFT_COMMAND = "skdpsynth schema draft DATA --raw -o draft.json"
 
 
 def column_kind_from_dtype(series: pd.Series) -> str:
