@@ -93,9 +93,9 @@ def checklist(columns: Iterable[Any], marks: frozenset[str], public: bool) -> li
                     "documents (integer codes too), not only those present")
         else:
             what = "nothing to widen"
-        missing = ("may be missing (set \"nullable\": false only where the codebook says it never is)" if c.nullable
-                   else "is never missing")
-        lines.append(f"{c.name!r} ({c.kind}): {what}; check it {missing}.")
+        missing = ('drafted as "may be missing": set "nullable": false only where the codebook says it never is'
+                   if c.nullable else "check that it is never missing")
+        lines.append(f"{c.name!r} ({c.kind}): {what}; {missing}.")
     if marks:
         lines.append(f"Entries marked raw ({len(marks)}) keep the schema from being public: replace each, or accept "
                      "it by name ('skdpsynth schema confirm FILE --accept age.bounds ...', or "
