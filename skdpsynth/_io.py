@@ -22,6 +22,7 @@ nothing is overwritten by surprise.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import math
@@ -159,8 +160,6 @@ def _read_parquet(path: Path, what: str) -> pd.DataFrame:
 
 def _sniff(path: Path, encoding: str, default: str) -> str:
     """The separator of the first lines (of ``default`` when they do not tell)."""
-    import codecs
-
     suffix = path.suffix.lower()
     if suffix in (".zip", ".zst"):
         return default  # not sniffed
@@ -432,7 +431,7 @@ class TableWriter:
         if self.format == "csv":
             batch.to_csv(self._tmp, sep=self.sep, index=False, header=self.n_rows == 0,
                          mode="w" if self.n_rows == 0 else "a", encoding="utf-8")
-        else:
+        else:  # pyarrow only when a Parquet file is written (its import is slow)
             import pyarrow as pa
             import pyarrow.parquet as pq
 

@@ -207,9 +207,10 @@ class TableSchema:
         object.__setattr__(self, "raw", _schema_draft.check_marks(self.raw, cols))
         if self.public and self.raw:
             raise SchemaError(f'the schema says "public": true but entries {sorted(self.raw)} are marked raw (read '
-                              "from the data). Confirm it instead: replace each entry with the codebook's and remove "
-                              "its mark, or accept each by name ('skdpsynth schema confirm FILE --accept ENTRY', "
-                              "or confirm(accept=[...])).")
+                              'from the data), so it is not public. Set "public": false, then confirm it: replace '
+                              "each entry with the codebook's and remove its mark, or accept each by name "
+                              "('skdpsynth schema confirm FILE --accept ENTRY -o schema.json', or "
+                              "confirm(accept=[...])).")
 
     # construction -------------------------------------------------------------
     @classmethod
