@@ -4,17 +4,27 @@ from __future__ import annotations
 
 from collections import Counter
 
+from _common import SHARED_DATA
+from _pearl_data import SCENARIOS, load_scenario
 from _pearl_methods import DELTA, EXCLUDED, SETTINGS, display_name, grid_methods
 
-__all__ = ["setup_lines", "differences"]
+__all__ = ["setup_lines", "differences", "dataset_notes"]
 
 FULL_COMMAND = "python benchmarks/pearl_grid.py --full --seeds {seeds} --n-jobs 2"
 
 
+def dataset_notes() -> list[str]:
+    """One line per dataset: what stands in for the paper's data, sizes, protected attributes."""
+    lines = []
+    for name in SCENARIOS:
+        sc = load_scenario(name, str(SHARED_DATA), False)
+        lines.append(f"- `{name}` ({sc.paper_name}; pearl_checks task `{sc.task}`, epsilon {list(sc.epsilons)}): "
+                     f"{sc.notes}.")
+    return lines
+
+
 def setup_lines(quick: bool, seeds: int) -> list[str]:
     """How the grid was run: datasets, methods, checks, release size, commands."""
-    from _pearl_report import dataset_notes
-
     methods = ", ".join(display_name(m) for m in grid_methods("table"))
     seq = ", ".join(display_name(m) for m in grid_methods("sequence"))
     settings = "; ".join(f"{display_name(m)} {v}" for m, v in SETTINGS.items() if v)

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 from _common import machine, markdown_table
-from _pearl_data import SCENARIOS
+from _pearl_methods import display_name
+from _pearl_reasons import differences, setup_lines
 
 __all__ = ["summarise", "markdown", "PAPER"]
 
@@ -31,8 +32,6 @@ def _ok(rows: list[dict]) -> list[dict]:
 
 def _coverage(ok: list[dict], plan: list[dict]) -> list[dict]:
     """Planned vs audited settings per dataset and method (labels a partial grid)."""
-    from _pearl_methods import display_name
-
     want = Counter((s["dataset"], display_name(s["method"])) for s in plan)
     have = Counter((r["dataset"], r["display"]) for r in ok)
     return [{"dataset": d, "method": m, "planned": n, "audited": have.get((d, m), 0)} for (d, m), n in want.items()]
@@ -216,8 +215,6 @@ def _figures(ok: list[dict]) -> list[dict]:
 
 def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: bool, seeds: int, wall_s: float) -> str:
     """The report (written to results/pearl_grid[_quick].md)."""
-    from _pearl_reasons import differences, setup_lines
-
     ok = _ok(rows)
     s = summary
     complete = s["audited"] == s["planned"]
@@ -268,15 +265,3 @@ def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: boo
               f"{'_quick' if quick else ''}_ledgers/` (all verified: {s['ledgers_verified']})."]
     return "\n".join(parts)
 
-
-def dataset_notes() -> list[str]:
-    """One line per dataset: what stands in for the paper's data, sizes, protected attributes."""
-    from _common import SHARED_DATA
-    from _pearl_data import load_scenario
-
-    lines = []
-    for name in SCENARIOS:
-        sc = load_scenario(name, str(SHARED_DATA), False)
-        lines.append(f"- `{name}` ({sc.paper_name}; pearl_checks task `{sc.task}`, epsilon {list(sc.epsilons)}): "
-                     f"{sc.notes}.")
-    return lines
