@@ -176,11 +176,11 @@ def _sniff(path: Path, encoding: str, default: str) -> str:
         return default
 
 
-def _encoding_error(path: Path, what: str, encoding: str, exc: UnicodeDecodeError) -> InputError:
+def _encoding_error(path: Path, what: str, encoding: str) -> InputError:
+    # neither the byte nor its position is quoted: both are part of some person's value
     return InputError(
-        f"{what} {str(path)!r} is not valid {encoding} text (byte 0x{exc.object[exc.start]:02x} at position "
-        f"{exc.start}). Files saved by older Excel versions are often latin-1: try --encoding latin-1 "
-        "(or --encoding cp1252).")
+        f"{what} {str(path)!r} is not valid {encoding} text. Files saved by older Excel versions are often "
+        "latin-1: try --encoding latin-1 (or --encoding cp1252).")
 
 
 def _read_csv(path: Path, sep: str | None, encoding: str, schema: TableSchema | None, as_text: bool,
@@ -198,7 +198,7 @@ def _read_csv(path: Path, sep: str | None, encoding: str, schema: TableSchema | 
         return pd.read_csv(path, sep=sep, encoding=encoding, dtype=text_cols or None, low_memory=False,
                            dtype_backend="numpy_nullable")
     except UnicodeDecodeError as exc:
-        raise _encoding_error(path, what, encoding, exc) from exc
+        raise _encoding_error(path, what, encoding) from exc
     except pd.errors.EmptyDataError as exc:
         raise InputError(f"{what} {str(path)!r} has no columns (empty or blank lines only).") from exc
     except (pd.errors.ParserError, ValueError, OSError) as exc:

@@ -277,7 +277,9 @@ def synthesize(args: argparse.Namespace) -> int:
     _check_confirmed(args, schema)
     cls = _load(info)
     params = _synth_params(info, cls, args, schema)
-    X = read_table(args.input, sep=args.sep, encoding=args.encoding, schema=schema, what="input")
+    # without a schema, a private run reads text (kinds are the DP estimate's); a NON-private one lets pandas infer
+    X = read_table(args.input, sep=args.sep, encoding=args.encoding, schema=schema, infer=args.epsilon is None,
+                   what="input")
     _warn_before_fit(args, schema)
     synth = _fit(cls, params, X, args, schema, (info, record))
     spent = synth.privacy_spent_

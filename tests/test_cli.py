@@ -82,6 +82,7 @@ def test_latin1_needs_and_works_with_encoding(files, capsys):
     (files / "schema.json").write_text(json.dumps(schema), encoding="utf-8")
     code, _, err = run(capsys, synth_args(files, data="latin.csv"))
     assert code == 2 and "--encoding latin-1" in err
+    assert "0xe9" not in err and "position" not in err  # the byte and where it is belong to someone's value
     assert not (files / "out.csv").exists()
     code, _, err = run(capsys, synth_args(files, "--encoding", "latin-1", data="latin.csv"))
     assert code == 0, err
@@ -236,6 +237,15 @@ def test_epsilon_none_is_a_declared_nonprivate_run_with_valid_json(files, capsys
     record = _strict((files / "out.csv.budget.json").read_text())
     assert record["privacy_spent"]["epsilon"] == "inf"
     assert record["privacy_spent"]["is_private"] is False and record["privacy_spent"]["publishable"] is False
+
+
+def test_non_private_run_without_schema_keeps_numeric_columns_numeric(files, capsys):
+    args = synth_args(files, "--n-samples", "50", schema=False)
+    args[args.index("--epsilon") + 1] = "none"  # no privacy to protect: pandas may read the kinds from the values
+    code, out, err = run(capsys, args)
+    assert code == 0 and "NOT differentially private" in out, err
+    release = pd.read_csv(files / "out.csv")
+    assert release["score"].dtype == np.float64 and release["course"].dtype == object
 
 
 def test_budget_record_content(files, capsys):
