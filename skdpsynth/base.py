@@ -474,12 +474,15 @@ class BaseTabularSynthesizer(BaseSynthesizer):
         share = getattr(self, "domain_share", 0.1)
         # the whole plan (domain and model) is checked against the budget before anything is measured
         return estimate_schema(X, epsilon=eps_dom, delta=delta_dom, accountant=ctx.accountant, noise=ctx.noise,
-                               later=self._planned_model_cost(X, eps_dom, delta_dom),
+                               later=self._planned_model_cost(tuple(self.columns_), eps_dom, delta_dom),
                                bound_quantiles=getattr(self, "bound_quantiles", None),
                                label=f"{type(self).__name__} DP domain estimate (domain_share={share:g})")
 
-    def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
+    def _planned_model_cost(self, columns: tuple[str, ...], eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
         """Records the model will charge after the domain (for the up-front check); override.
+
+        Public inputs only (the column names, the parameters): the plan, and a refusal it leads to, must not
+        depend on anyone's values (the columns' kinds are not known yet: the estimate decides them).
 
         When they include zCDP records, the domain estimate is charged in zCDP too and composes with the model
         (the model must then spend what ``accountant.remaining_rho()`` leaves); otherwise the estimate stays

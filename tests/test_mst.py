@@ -278,7 +278,7 @@ def test_planned_cost_without_schema_is_what_the_model_spends():
     # would have after a pure 0.1 slice
     domain = [r for r in est.budget_log_ if "DP domain estimate" in r.target]
     assert domain and {r.kind for r in domain} <= {"zcdp", "approx"}
-    plan = est._planned_model_cost(X, 0.1, 1e-7)
+    plan = est._planned_model_cost(tuple(X.columns), 0.1, 1e-7)  # public: the column names only
     assert len(plan) == len(est.budget_log_) - len(domain)
     assert math.isclose(sum(r.rho for r in plan), est.rho_, rel_tol=1e-9)
 

@@ -12,7 +12,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-import pandas as pd
 from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
@@ -213,7 +212,7 @@ class AIMSynthesizer(BaseTabularSynthesizer):
         resolve_workload(self.workload, [str(c) for c in data.frame.columns])  # names checked before any spend
         return data
 
-    def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
+    def _planned_model_cost(self, columns: tuple[str, ...], eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
         rho = approx_dp_to_zcdp(self.epsilon - eps_dom, self.delta - delta_dom)
         return [BudgetRecord("discrete gaussian / exponential (zCDP)", "AIM model", "zcdp", rho=rho)]
 

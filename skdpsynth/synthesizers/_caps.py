@@ -480,7 +480,7 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         """This cycle's budget split and DP-SGD schedule (parameters only; raises before any spend)."""
         return CyclePrivacy.of(self, self._domain_budget(resolve_schema(self.schema) is not None or not first))
 
-    def _planned_model_cost(self, X, eps_dom, delta_dom) -> list[BudgetRecord]:
+    def _planned_model_cost(self, columns, eps_dom, delta_dom) -> list[BudgetRecord]:
         return [] if self.epsilon is None else self._privacy(True).planned_records()
 
     # -- label spaces ------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-import pandas as pd
 from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
@@ -24,7 +23,6 @@ from skdpsynth.privacy import (
     exponential_mechanism_zcdp,
     project_to_simplex,
 )
-from skdpsynth.privacy._domain import column_kind_from_dtype
 from skdpsynth.synthesizers._decoding import FineDecoder
 from skdpsynth.synthesizers._mst_estimation import estimate_tree_model, sample_tree
 
@@ -207,12 +205,12 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     def _delta_required_by(self) -> str:
         return "measures under zCDP"
 
-    def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
-        d = X.shape[1]
+    def _planned_model_cost(self, columns: tuple[str, ...], eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
+        d = len(columns)
         rho = approx_dp_to_zcdp(self.epsilon - eps_dom, self.delta - delta_dom)
-        k = sum(column_kind_from_dtype(X[c]) in ("continuous", "integer", "datetime") for c in X.columns)
-        rho_f = self.decode_share * rho if k else 0.0
-        fine = [BudgetRecord("discrete gaussian", "fine 1-way marginal (decoding)", "zcdp", rho=rho_f / k)] * k if (
+        # the kinds are not known before the estimate: plan the decoding share as if every column were binned
+        rho_f = self.decode_share * rho
+        fine = [BudgetRecord("discrete gaussian", "fine 1-way marginal (decoding)", "zcdp", rho=rho_f / d)] * d if (
             rho_f > 0) else []
         return fine + planned_records(d, rho - rho_f, select=d > 2)
 

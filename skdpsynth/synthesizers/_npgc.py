@@ -235,7 +235,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         self.random_state = random_state
         self.reproducible_noise = reproducible_noise
 
-    def _planned_model_cost(self, X: pd.DataFrame, eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
+    def _planned_model_cost(self, columns: tuple[str, ...], eps_dom: float, delta_dom: float) -> list[BudgetRecord]:
         eps_left, delta_left = self.epsilon - eps_dom, self.delta - delta_dom
         if eps_left <= 0:
             return [BudgetRecord("geometric", "NPGC model", "pure", epsilon=max(eps_left, 0.0) + 1e-12)]
