@@ -317,6 +317,21 @@ def test_interrupted_sampling_leaves_no_partial_file_but_the_budget_record(files
     assert record["release"] is None and "no release" in record["status"] and record["privacy_spent"]["epsilon"] > 0
 
 
+def test_terminated_run_leaves_no_partial_file(files):
+    """SIGTERM (a scheduler's time limit) during a long release: the hidden partial file is removed."""
+    import signal
+
+    args = synth_args(files, "--n-samples", "50000000", "--force", out="big.csv")
+    proc = subprocess.Popen([sys.executable, "-m", "skdpsynth.cli", *args], stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:
+        if "sampling" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert sorted(p.name for p in files.iterdir()) == ["big.csv.budget.json", "data.csv", "schema.json"]
+
+
 def test_csv_and_parquet_releases_get_their_own_budget_records(files, capsys):
     for out in ("o.csv", "o.parquet"):
         code, _, err = run(capsys, synth_args(files, out=out))
