@@ -19,7 +19,7 @@ from pathlib import Path
 from skdpsynth import __version__
 from skdpsynth._command import EXIT_OK, say
 from skdpsynth._io import budget_path, check_output, read_schema, read_table, write_json
-from skdpsynth._synthesize import spend_fields
+from skdpsynth._synthesize import in_cli_words, spend_fields
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError, SkdpsynthError
 from skdpsynth.privacy import compose
 from skdpsynth.privacy._standalone import estimate_schema_logged
@@ -55,9 +55,9 @@ def draft(args: argparse.Namespace) -> int:
         schema = estimate_schema_logged(frame, epsilon=args.epsilon, delta=args.delta, budget_log=log)
     except (PrivacyBudgetError, SchemaError) as exc:
         spent = _write_record(log, args, out, record, released=False)
-        raise SkdpsynthError(f"{exc}\n" + (f"This attempt used the data (epsilon {spent:.3g} spent; budget record "
-                                           f"written to {record}): count it against your total budget."
-                                           if log else "Nothing was spent.")) from exc
+        cost = (f"This attempt used the data (epsilon {spent:.3g} spent; budget record written to {record}): count "
+                "it against your total budget." if log else "Nothing was spent.")
+        raise SkdpsynthError(f"{in_cli_words(str(exc), args)}\n{cost}") from exc
     write_json(replace(schema, public=False).to_dict(), out, overwrite=args.force)
     spent = _write_record(log, args, out, record, released=True)
     print(f"wrote a DRAFT schema of {len(schema)} columns to {out}, estimated under differential privacy "

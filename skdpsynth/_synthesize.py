@@ -32,7 +32,7 @@ from skdpsynth.privacy import PrivacySpent
 from skdpsynth.privacy._domain import DRAFT_COMMAND
 from skdpsynth.synthesizers._registry import SynthesizerInfo, by_method
 
-__all__ = ["synthesize", "budget_path", "budget_record", "spend_fields", "MAX_ROWS"]
+__all__ = ["synthesize", "budget_path", "budget_record", "spend_fields", "in_cli_words", "MAX_ROWS"]
 
 #: cells (rows x columns) per sampled batch: bounds memory for wide tables and large releases
 BATCH_CELLS = 2_000_000
@@ -119,7 +119,7 @@ def _draft_command(args: argparse.Namespace) -> str:
     return f"skdpsynth schema draft {shlex.quote(str(args.input))} --raw -o draft.json"
 
 
-def _in_cli_words(text: str, args: argparse.Namespace) -> str:
+def in_cli_words(text: str, args: argparse.Namespace) -> str:
     """The library's advice (Python API words, a placeholder file name) said for this command line."""
     text = text.replace(DRAFT_COMMAND, _draft_command(args))
     for api, cli in _CLI_WORDS:
@@ -149,7 +149,7 @@ def _cli_advice(args: argparse.Namespace, shown: list[str]) -> Iterator[None]:
     previous = warnings.showwarning
 
     def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
-        text = _in_cli_words(str(message), args)
+        text = in_cli_words(str(message), args)
         shown.append(text)
         previous(text, category, filename, lineno, file, line)
 
@@ -174,7 +174,7 @@ def _fit(cls: type, params: dict[str, Any], X: pd.DataFrame, args: argparse.Name
             spent = synth.privacy_spent_
             write_json(budget_record(synth, record[0], args, None), record[1], overwrite=args.force)
         if isinstance(exc, (PrivacyBudgetError, SchemaError)) and schema is None and args.epsilon is not None:
-            message = _in_cli_words(str(exc), args)
+            message = in_cli_words(str(exc), args)
             hinted = any(DRAFT_HINT in text for text in [message, *shown])
             raise SkdpsynthError(f"{message}\n{_cost(spent, record[1])}"
                                  + ("" if hinted else f" {_draft_hint(args)}")) from exc

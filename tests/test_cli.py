@@ -657,6 +657,7 @@ def test_dp_draft_that_refuses_after_spending_leaves_its_budget_record(files, ca
     code, _, err = run(capsys, ["schema", "draft", str(files / "data.csv"), "--epsilon", "0.01", "-o",
                                 str(files / "d.json")])
     assert code == 2 and "budget record written" in err and not (files / "d.json").exists()
+    assert f"schema draft {files / 'data.csv'} --raw -o draft.json" in err and "schema=schema.json" not in err
     record = _strict((files / "d.json.budget.json").read_text())
     assert record["schema"]["file"] is None and 0 < record["privacy_spent"]["epsilon"] <= 0.01
 
