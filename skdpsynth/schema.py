@@ -307,8 +307,7 @@ class TableSchema:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             read = infer_schema(X, max_categories=max_categories)
-        columns = tuple(replace(c, nullable=True) for c in read.columns)
-        return cls(columns, public=False, raw=_schema_draft.raw_marks(columns))
+        return replace(read, columns=tuple(replace(c, nullable=True) for c in read.columns))
 
     def confirm(self, *, accept: Iterable[str] = ()) -> TableSchema:
         """The same schema marked public: call only once every field is checked against the codebook.
@@ -491,7 +490,8 @@ def infer_schema(X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:
     Use it only when the domain is public anyway (then prefer writing the schema
     from the codebook), or for non-private experiments. Emits a
     :class:`~skdpsynth.exceptions.PrivacyLeakWarning` and marks the schema
-    ``public=False``, which synthesizers record in their budget log.
+    ``public=False``, which synthesizers record in their budget log, with every
+    bound and category list marked raw (see :meth:`TableSchema.draft`).
 
     Parameters
     ----------
@@ -530,7 +530,7 @@ def infer_schema(X: pd.DataFrame, *, max_categories: int = 50) -> TableSchema:
         else:
             cats = sorted(pd.unique(nonnull.astype(object)).tolist(), key=str)
             cols.append(ColumnSpec(name, "categorical", categories=tuple(cats), nullable=nullable))
-    return TableSchema(tuple(cols), public=False)
+    return TableSchema(tuple(cols), public=False, raw=_schema_draft.raw_marks(cols))
 
 
 def resolve_schema(schema: Any) -> TableSchema | None:

@@ -98,6 +98,9 @@ def test_infer_schema_warns_and_is_marked_not_public(mixed_frame):
     assert schema["enrolled"].kind == "datetime"
     assert schema["online"].kind == "boolean"
     assert schema["score"].nullable and not schema["age"].nullable
+    assert schema.raw == {"score.bounds", "age.bounds", "course.categories", "enrolled.bounds"}
+    with pytest.raises(SchemaError, match="identify people"):  # read from the data: no confirming by accident
+        schema.confirm()
 
 
 def test_estimate_schema_is_charged_and_close(mixed_frame):
