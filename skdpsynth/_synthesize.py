@@ -89,7 +89,8 @@ def _check_confirmed(args: argparse.Namespace, schema: Any) -> None:
     raise SkdpsynthError(
         f'--schema {args.schema!r} is a draft, not confirmed ("public": false): a release built on it would NOT be '
         "end-to-end differentially private. Nothing was read or spent. Check every entry against the codebook, "
-        f"then confirm it:\n    skdpsynth schema confirm {shlex.quote(str(args.schema))}{accept} -o schema.json\n"
+        f"then confirm it and give --schema confirmed.json:\n    skdpsynth schema confirm "
+        f"{shlex.quote(str(args.schema))}{accept} -o confirmed.json\n"
         + (f"(its entries {raw} were read from the data: replace each with the codebook's and remove its mark, or "
            "accept it by name as above.) " if raw else "")
         + "Or run with --epsilon none for a NON-private release.")

@@ -371,7 +371,7 @@ def test_unconfirmed_draft_schema_is_refused_before_anything_is_spent(files, cap
     (files / "schema.json").write_text(json.dumps(d))
     code, out, err = run(capsys, synth_args(files))
     assert code == 2 and "not confirmed" in err and "Nothing was read or spent" in err and "fitting" not in err
-    assert f"skdpsynth schema confirm {files / 'schema.json'} -o schema.json" in err
+    assert f"skdpsynth schema confirm {files / 'schema.json'} -o confirmed.json" in err
     assert sorted(p.name for p in files.iterdir()) == ["data.csv", "schema.json"]
     args = synth_args(files)
     args[args.index("--epsilon") + 1] = "none"  # a NON-private run may use a draft
