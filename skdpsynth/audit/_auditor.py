@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import logging
 import os
 import time
 import uuid
@@ -22,6 +21,7 @@ from skdpsynth.audit._base import (
     HoldoutOverlapError,
     MissingTrainingDataError,
     jsonable,
+    public_verdict,
 )
 from skdpsynth.audit._ledger import Ledger
 from skdpsynth.audit._pearl import TASKS, pearl_checks
@@ -29,12 +29,11 @@ from skdpsynth.audit._provenance import library_versions, synthesizer_record
 from skdpsynth.audit._report import AuditReport
 from skdpsynth.audit._spend import public_schema, release_privacy
 from skdpsynth.metrics._fidelity import marginal_histograms
+from skdpsynth.privacy._accounting import check_budget
+from skdpsynth.privacy._threshold import VerdictAnswers
 from skdpsynth.schema import resolve_schema
 
 __all__ = ["ReleaseAuditor", "pearl_checks", "TASKS"]
-
-logger = logging.getLogger("skdpsynth.audit")
-logger.addHandler(logging.NullHandler())
 
 
 def _fingerprint(frame: pd.DataFrame) -> str:
@@ -73,6 +72,15 @@ class ReleaseAuditor(BaseEstimator):
         reason (fail closed), or the error propagates.
     random_state : int, default=0
         Seeds the sample drawn from a synthesizer and the checks' models.
+    verdict_epsilon : float, optional
+        Publish the verdicts of the checks that read confidential rows as noisy
+        threshold tests: each such check with a DP rule (``dp_sensitivity``)
+        recomputes its decision from noisy histograms costing an equal share of
+        ``verdict_epsilon`` (pure DP under add/remove one person of the train
+        and holdout rows); the cost goes in the ledger entry's
+        ``audit_budget``. Default None: those verdicts stay confidential (the
+        public copy of the ledger says a verdict exists, not what it is).
+        A training person's total loss is the synthesizer's epsilon plus this.
 
     Examples
     --------
@@ -81,13 +89,15 @@ class ReleaseAuditor(BaseEstimator):
     >>> report.approved, report.public_reasons                                            # doctest: +SKIP
     """
 
-    def __init__(self, checks, *, ledger=None, schema=None, n_samples=None, on_error="fail", random_state=0):
+    def __init__(self, checks, *, ledger=None, schema=None, n_samples=None, on_error="fail", random_state=0,
+                 verdict_epsilon=None):
         self.checks = checks
         self.ledger = ledger
         self.schema = schema
         self.n_samples = n_samples
         self.on_error = on_error
         self.random_state = random_state
+        self.verdict_epsilon = verdict_epsilon
 
     def _validated_checks(self) -> list[tuple[str, BaseCheck]]:
         checks = list(self.checks or [])
@@ -104,6 +114,7 @@ class ReleaseAuditor(BaseEstimator):
             raise ValueError(f"check names must be unique; {dup} repeat.")
         if self.on_error not in ("fail", "raise"):
             raise ValueError(f"on_error must be 'fail' or 'raise', got {self.on_error!r}.")
+        check_budget(self.verdict_epsilon, 0.0, name="verdict_epsilon")
         return [(n, clone(c) if isinstance(c, BaseEstimator) else c) for n, c in checks]
 
     @staticmethod
@@ -167,8 +178,8 @@ class ReleaseAuditor(BaseEstimator):
             except Exception as exc:
                 if self.on_error == "raise":
                     raise
-                # the message may quote confidential data: the log names the check and the error type only
-                logger.warning("check %s could not run (%s)", name, type(exc).__name__)
+                # the message may quote confidential data, and whether it fails may depend on one person: nothing
+                # is logged or warned; the confidential reason says it
                 res = CheckResult(name, float("nan"), False, None,
                                   f"{name}: the check could not run ({type(exc).__name__}: {exc})",
                                   {"error": f"{type(exc).__name__}: {exc}"}, confidential=["error"],
@@ -176,6 +187,27 @@ class ReleaseAuditor(BaseEstimator):
             res.name = name
             results[name] = res
         return results
+
+    def _publish(self, checks: list[tuple[str, BaseCheck]], data: AuditData,
+                 results: dict[str, CheckResult]) -> dict | None:
+        """Noisy verdicts of the confidential checks with a DP rule (the set decided from public facts); the budget."""
+        if self.verdict_epsilon is None:
+            return None
+        chosen = [(n, c) for n, c in checks if results[n].uses_confidential_data
+                  and getattr(c, "dp_sensitivity", None) is not None and c.supports_dp_verdict(data)]
+        if not chosen:
+            return None
+        answers, share = VerdictAnswers(self.verdict_epsilon), self.verdict_epsilon / len(chosen)
+        for name, check in chosen:
+            try:
+                applicable, passed, reason = check.dp_verdict(data, answers, share)
+            except Exception:
+                if self.on_error == "raise":
+                    raise
+                applicable, passed, reason = True, False, f"{name}: failed (its DP rule could not be computed)"
+            results[name].verdict = public_verdict("dp", applicable, passed, reason, epsilon=share,
+                                                   sensitivity=check.dp_sensitivity)
+        return answers.budget()
 
     def audit(
         self,
@@ -239,10 +271,10 @@ class ReleaseAuditor(BaseEstimator):
         data = AuditData(synthetic=synthetic, holdout=X_holdout, train=X_train, schema=schema,
                          synthesizer=synthesizer, random_state=seed, privacy=spend, release_size_public=size_public)
         results = self._run(checks, data)
+        audit_budget = self._publish(checks, data, results)
         try:
             artifacts = {"marginals": marginal_histograms(X_holdout, synthetic, schema=schema)}
-        except (TypeError, ValueError) as exc:  # plots are optional; the verdict is not
-            logger.warning("marginal plots unavailable (%s)", type(exc).__name__)
+        except (TypeError, ValueError):  # plots are optional (and the report without them says nothing more)
             artifacts = {}
         rec = synthesizer_record(synthesizer)
         report = AuditReport(
@@ -259,7 +291,7 @@ class ReleaseAuditor(BaseEstimator):
             checks={name: {"class": type(c).__name__,
                            "params": jsonable(c.get_params(deep=False)) if hasattr(c, "get_params") else {}}
                     for name, c in checks},
-            synthetic=synthetic, schema=schema, artifacts=artifacts,
+            synthetic=synthetic, schema=schema, artifacts=artifacts, audit_budget=audit_budget,
         )
         self._log(report)
         return report

@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
+from skdpsynth.audit._spend import public_schema, release_privacy
 from skdpsynth.exceptions import SkdpsynthError
 
 __all__ = ["AuditData", "CheckResult", "BaseCheck", "AuditError", "MissingTrainingDataError", "HoldoutOverlapError",
-           "UnknownColumnError", "jsonable"]
+           "UnknownColumnError", "jsonable", "public_verdict"]
 
 
 class AuditError(SkdpsynthError, ValueError):
@@ -130,8 +131,18 @@ class CheckResult:
         The reason without confidential numbers: which rule failed (or that
         the check passed). Default: the check's name and verdict.
     uses_confidential_data : bool, default=True
-        Whether ``score``, ``reason`` and ``elapsed_s`` depend on confidential
-        data (then they are confidential fields of the ledger entry).
+        Whether the result depends on confidential data. It must itself be
+        decided from public inputs only (the release, the schema, the
+        parameters). When True, everything the check found -- ``score``,
+        ``passed``, ``applicable``, ``reason``, ``public_reason``, ``details``,
+        ``elapsed_s`` -- is a confidential field of the ledger entry.
+    verdict : dict
+        What the ledger's public copy says about this check (set by
+        :class:`ReleaseAuditor`): ``source`` (``"public"``: the result uses no
+        confidential data; ``"dp"``: recomputed from charged noisy answers;
+        ``"confidential"``: not published), ``applicable``, ``passed`` and
+        ``public_reason`` (None unless published), ``epsilon`` (its cost) and
+        ``sensitivity`` (the statement of what one person changes).
     """
 
     name: str
@@ -146,6 +157,7 @@ class CheckResult:
     elapsed_s: float = 0.0
     public_reason: str = ""
     uses_confidential_data: bool = True
+    verdict: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.public_reason:
@@ -154,13 +166,20 @@ class CheckResult:
             else:
                 verdict = "not applicable" if not self.applicable else ("passed" if self.passed else "failed")
                 self.public_reason = f"{self.name}: {verdict} (details confidential)"
+        if not self.verdict and not self.uses_confidential_data:
+            self.verdict = public_verdict("public", self.applicable, self.passed, self.public_reason)
+        elif not self.verdict:
+            self.verdict = public_verdict("confidential")
 
     def confidential_paths(self) -> list[str]:
-        """Dotted paths, relative to this result's dict, of the fields computed on confidential data."""
-        paths = [f"details.{k}" for k in self.confidential]
+        """Dotted paths, relative to this result's dict, of the fields computed on confidential data.
+
+        The list depends on ``uses_confidential_data`` alone (a public fact),
+        so a published ledger's structure does not depend on the private rows.
+        """
         if self.uses_confidential_data:
-            paths += ["score", "reason", "elapsed_s"]
-        return paths
+            return list(_FOUND)
+        return [f"details.{k}" for k in self.confidential]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (without the plot artifacts)."""
@@ -169,7 +188,29 @@ class CheckResult:
             "threshold": self.threshold, "reason": self.reason, "public_reason": self.public_reason,
             "details": self.details, "confidential_fields": list(self.confidential),
             "uses_confidential_data": self.uses_confidential_data, "elapsed_s": self.elapsed_s,
+            "verdict": self.verdict,
         })
+
+
+#: what a check found: all of it is confidential when the check reads confidential data
+_FOUND = ("score", "passed", "applicable", "reason", "public_reason", "details", "confidential_fields", "elapsed_s")
+
+
+def public_verdict(source: str, applicable: bool | None = None, passed: bool | None = None,
+                   public_reason: str | None = None, *, epsilon: float = 0.0,
+                   sensitivity: str | None = None) -> dict[str, Any]:
+    """A check's verdict as the ledger's public copy shows it (always the same keys).
+
+    ``source`` is ``"public"`` (computed from public inputs), ``"dp"``
+    (recomputed from charged noisy answers) or ``"confidential"`` (not
+    published: ``applicable``, ``passed`` and ``public_reason`` are None).
+    """
+    if source not in ("public", "dp", "confidential"):
+        raise ValueError(f"unknown verdict source {source!r}.")
+    shown = source != "confidential"
+    return {"source": source, "applicable": bool(applicable) if shown else None,
+            "passed": bool(passed) if shown else None, "public_reason": public_reason if shown else None,
+            "epsilon": float(epsilon), "sensitivity": sensitivity}
 
 
 def _as_list(cols: Any) -> list[str]:
@@ -232,6 +273,8 @@ class BaseCheck(BaseEstimator, ABC):
     name: str = "check"
     #: whether the check needs the synthesizer's training rows
     requires_train: bool = False
+    #: what one person changes in the noisy answers of :meth:`dp_verdict` (None: the check has no DP rule)
+    dp_sensitivity: str | None = None
 
     def evaluate(self, data: AuditData) -> CheckResult:
         """Run the check on shared audit data."""
@@ -248,6 +291,20 @@ class BaseCheck(BaseEstimator, ABC):
     def check_inputs(self, holdout: pd.DataFrame, schema: Any = None) -> None:
         """Reject columns or labels that are not in the data (before any work); no-op by default."""
 
+    def supports_dp_verdict(self, data: AuditData) -> bool:
+        """Whether :meth:`dp_verdict` applies to these inputs, decided from public facts only (schema, params)."""
+        return self.dp_sensitivity is not None
+
+    def dp_verdict(self, data: AuditData, answers: Any, epsilon: float) -> tuple[bool, bool, str]:
+        """The check's rule recomputed from noisy answers: ``(applicable, passed, public_reason)``.
+
+        ``answers`` is a :class:`skdpsynth.privacy._threshold.VerdictAnswers`;
+        the check spends exactly ``epsilon`` through it and uses its confidential
+        rows only to build the per-person cells it hands over. Only checks with
+        a ``dp_sensitivity`` implement it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no DP rule for its verdict.")
+
     @abstractmethod
     def _evaluate(self, data: AuditData) -> CheckResult:
         """The check's measurement and verdict on ``data``."""
@@ -262,8 +319,6 @@ class BaseCheck(BaseEstimator, ABC):
 
     def __call__(self, estimator: Any, X: Any, y: Any = None) -> float:
         """Scorer protocol: sample from the fitted ``estimator`` and score against ``X`` (real holdout)."""
-        from skdpsynth.audit._spend import public_schema, release_privacy
-
         synthesizer = getattr(estimator, "synthesizer_", estimator)
         if not hasattr(synthesizer, "sample"):
             raise TypeError(f"{type(self).__name__} scores fitted synthesizers (with a 'sample' method); got "

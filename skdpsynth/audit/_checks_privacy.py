@@ -8,9 +8,14 @@ import numpy as np
 
 from skdpsynth.audit._base import AuditData, BaseCheck, CheckResult, require_columns
 from skdpsynth.audit._checks_common import check_seed, is_schema, long_features
-from skdpsynth.metrics._privacy import nearest_neighbour_privacy
+from skdpsynth.metrics._encoding import gower_encode
+from skdpsynth.metrics._privacy import gower_min_distances, nearest_neighbour_privacy
 
 __all__ = ["PrivacyCheck", "PrivacyGuaranteeCheck"]
+
+#: equal-width bins of the distance to the closest release row in (0, 1]; cell 0 holds exact copies
+_DP_BINS = 50
+_DP_CELLS = _DP_BINS + 1
 
 
 def _nonprivate(reasons: list[str]) -> str:
@@ -128,6 +133,13 @@ class PrivacyCheck(BaseCheck):
     An empirical attack bounds nothing: a release can pass it and still not
     be private. The formal guarantee is :class:`PrivacyGuaranteeCheck`.
 
+    Published verdict (``ReleaseAuditor(verdict_epsilon=...)``, tables only):
+    the same rule on two noisy histograms of every member's and every
+    non-member's distance to the closest release row (cell 0: an exact copy;
+    then 50 equal bins of (0, 1]; ties within a bin count one half). Distances
+    are scaled by the public schema, else by the release's own range, so each
+    person's cell depends on that person and the release alone: L1 sensitivity 1.
+
     Score: ``1 - AUC`` (0.5 at chance; passes the AUC rule when >= ``1 - max_auc``).
 
     Parameters
@@ -148,6 +160,8 @@ class PrivacyCheck(BaseCheck):
 
     name = "privacy"
     requires_train = True
+    dp_sensitivity = ("L1 1: each person adds 1 to one cell of the member or the non-member histogram of distances "
+                      "to the closest release row")
 
     def __init__(self, *, max_auc=0.55, copy_tolerance=0.01, copy_z=2.0, schema=None, id_col=None, event_col=None,
                  label_col=None, random_state=None):
@@ -174,27 +188,16 @@ class PrivacyCheck(BaseCheck):
         res = nearest_neighbour_privacy(train, hold, syn, schema=schema,
                                         random_state=check_seed(data, self.random_state))
         auc, pm, ph = res["membership_auc"], res["member_exact_rate"], res["nonmember_exact_rate"]
-        n = res["n_members"]
-        pooled = 0.5 * (pm + ph)
-        se = math.sqrt(max(pooled * (1 - pooled), 0.0) * 2.0 / n) if n else 0.0
-        allowed = self.copy_tolerance + self.copy_z * se
-        auc_ok = auc <= self.max_auc
-        copy_ok = pm - ph <= allowed
-        fails, public = [], []
+        allowed, auc_ok, copy_ok, public_reason = self._rule(auc, pm, ph, res["n_members"])
+        fails = []
         if not auc_ok:
             fails.append(f"membership-inference AUC {auc:.3f} > {self.max_auc}")
-            public.append(f"membership-inference AUC above {self.max_auc}")
         if not copy_ok:
             fails.append(f"{pm:.1%} of training rows appear verbatim in the release vs {ph:.1%} of holdout rows "
                          f"(allowed excess {allowed:.1%})")
-            public.append("training rows appear verbatim in the release more often than holdout rows")
-        if fails:
-            reason, public_reason = "privacy: " + "; ".join(fails), "privacy: " + "; ".join(public)
-        else:
-            reason = (f"membership-inference AUC {auc:.3f} <= {self.max_auc}; exact copies: members {pm:.1%}, "
-                      f"non-members {ph:.1%}")
-            public_reason = (f"privacy: membership-inference AUC at most {self.max_auc}; no excess verbatim copies "
-                             "of training rows")
+        reason = ("privacy: " + "; ".join(fails)) if fails else (
+            f"membership-inference AUC {auc:.3f} <= {self.max_auc}; exact copies: members {pm:.1%}, "
+            f"non-members {ph:.1%}")
         details = {k: v for k, v in res.items() if not isinstance(v, np.ndarray)}
         details["allowed_copy_excess"] = allowed
         artifacts = {"membership_hist": _distance_histograms(res["member_distances"], res["nonmember_distances"]),
@@ -203,3 +206,46 @@ class PrivacyCheck(BaseCheck):
                            {"max_auc": self.max_auc, "copy_tolerance": self.copy_tolerance, "copy_z": self.copy_z},
                            reason, details, confidential=list(details), artifacts=artifacts,
                            public_reason=public_reason)
+
+    def _rule(self, auc: float, pm: float, ph: float, n: float) -> tuple[float, bool, bool, str]:
+        """The decision on (AUC, member and non-member exact-copy rates, people per side) and its public reason."""
+        pooled = 0.5 * (pm + ph)
+        se = math.sqrt(max(pooled * (1 - pooled), 0.0) * 2.0 / n) if n else 0.0
+        allowed = self.copy_tolerance + self.copy_z * se
+        auc_ok, copy_ok = auc <= self.max_auc, pm - ph <= allowed
+        public = []
+        if not auc_ok:
+            public.append(f"membership-inference AUC above {self.max_auc}")
+        if not copy_ok:
+            public.append("training rows appear verbatim in the release more often than holdout rows")
+        reason = ("privacy: " + "; ".join(public)) if public else (
+            f"privacy: membership-inference AUC at most {self.max_auc}; no excess verbatim copies of training rows")
+        return allowed, auc_ok, copy_ok, reason
+
+    def supports_dp_verdict(self, data: AuditData) -> bool:
+        return self.id_col is None  # long tables share a vocabulary read from every frame
+
+    def dp_verdict(self, data: AuditData, answers, epsilon: float) -> tuple[bool, bool, str]:
+        cols = list(data.synthetic.columns)
+        schema = self.schema if self.schema is not None else (data.schema if is_schema(data.schema) else None)
+        # kinds and ranges from the schema or the release (range_from=0): a person's distance is theirs alone
+        (num_s, num_m, num_h), (cat_s, cat_m, cat_h), _, _ = gower_encode(
+            [data.synthetic, data.train[cols], data.holdout[cols]], schema=schema, range_from=0)
+        dist, _, _ = gower_min_distances(num_s, cat_s, np.vstack([num_m, num_h]), np.vstack([cat_m, cat_h]))
+        cells = _distance_cells(dist) + np.r_[np.zeros(len(num_m), int), np.full(len(num_h), _DP_CELLS)]
+        noisy = answers.histogram(cells[:, None], 2 * _DP_CELLS, epsilon=epsilon,
+                                  target=f"audit verdict {self.name!r}: distances to the closest release row")
+        members, nonmembers = np.maximum(noisy, 0).astype(float).reshape(2, _DP_CELLS)
+        n_m, n_h = members.sum(), nonmembers.sum()
+        if n_m < 1 or n_h < 1:
+            return True, False, "privacy: too few people in the noisy counts to compare members and non-members"
+        farther = np.cumsum(nonmembers[::-1])[::-1] - nonmembers  # non-members strictly farther than each cell
+        auc = float((members * (farther + 0.5 * nonmembers)).sum() / (n_m * n_h))
+        _, auc_ok, copy_ok, reason = self._rule(auc, members[0] / n_m, nonmembers[0] / n_h, min(n_m, n_h))
+        return True, auc_ok and copy_ok, reason
+
+
+def _distance_cells(distances: np.ndarray) -> np.ndarray:
+    """Cell of each distance: 0 for an exact copy, else one of ``_DP_BINS`` equal bins of (0, 1] (NaN: the last)."""
+    d = np.nan_to_num(np.asarray(distances, dtype=float), nan=1.0)
+    return np.where(d <= 0, 0, 1 + np.minimum(np.floor(d * _DP_BINS), _DP_BINS - 1)).astype(np.int64)

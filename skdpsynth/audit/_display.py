@@ -11,15 +11,22 @@ from typing import Any
 
 import numpy as np
 
-from skdpsynth.audit._report import AuditReport, _fmt
-
-__all__ = ["AuditReportDisplay", "CONFIDENTIAL_NOTE"]
+__all__ = ["AuditReportDisplay", "CONFIDENTIAL_NOTE", "format_value"]
 
 CONFIDENTIAL_NOTE = ("This report contains statistics of the confidential real data (membership-attack scores, "
                      "train-on-real performance, real marginals, subgroup recalls, the sizes of the real tables): "
                      "share it with the data custodian only. The synthetic data, the privacy spend and the public "
                      "reasons are releasable.")
 _SINGLE = {".md": "markdown", ".html": "html", ".htm": "html", ".json": "json"}
+
+
+def format_value(v: Any) -> str:
+    """A number to 3 decimals (``nan`` kept), a dict as ``k=v`` pairs, anything else as text."""
+    if isinstance(v, (float, np.floating)):
+        return "nan" if not np.isfinite(v) else f"{v:.3f}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={format_value(x)}" for k, x in v.items())
+    return str(v)
 
 
 def _pyplot():
@@ -49,11 +56,11 @@ class AuditReportDisplay:
     >>> disp.save("audit-2024-05/")                             # doctest: +SKIP
     """
 
-    def __init__(self, report: AuditReport):
+    def __init__(self, report: Any):
         self.report = report
 
     @classmethod
-    def from_report(cls, report: AuditReport) -> AuditReportDisplay:
+    def from_report(cls, report: Any) -> AuditReportDisplay:
         """The display of ``report``."""
         return cls(report)
 
@@ -71,9 +78,20 @@ class AuditReportDisplay:
         for n, r in rep.results.items():
             reason = r.reason.replace("|", "\\|")
             lines.append(f"| {n} | {'yes' if r.applicable else 'no'} | {'yes' if r.passed else '**no**'} | "
-                         f"{_fmt(r.score)} | {_fmt(r.threshold)} | {reason} |")
+                         f"{format_value(r.score)} | {format_value(r.threshold)} | {reason} |")
+        lines += ["", f"Published verdict: {self._published()}"]
         lines += ["", "## Release", "", *self._release_lines(), "", f"> {CONFIDENTIAL_NOTE}", ""]
         return "\n".join(lines)
+
+    def _published(self) -> str:
+        """What the ledger's public copy says about the verdict, and what that cost."""
+        v = self.report.verdict
+        if v["source"] == "confidential":
+            return "confidential (the public copy of the ledger shows that a verdict exists, not what it is)"
+        said = "APPROVED" if v["approved"] else "REJECTED"
+        if v["source"] == "public":
+            return f"{said} (every check read public inputs only)"
+        return f"{said} (noisy threshold tests, epsilon = {format_value(v['epsilon'])}; may differ from the exact one)"
 
     def _release_lines(self) -> list[str]:
         rep = self.report
@@ -85,7 +103,7 @@ class AuditReportDisplay:
         else:
             lines = [f"- synthesizer: `{syn.get('class')}`"]
         if isinstance(priv, dict):
-            eps = "none (NOT private)" if priv.get("epsilon") is None else _fmt(priv.get("epsilon"))
+            eps = "none (NOT private)" if priv.get("epsilon") is None else format_value(priv.get("epsilon"))
             lines.append(f"- privacy guarantee: epsilon = {eps}, delta = {priv.get('delta')}; "
                          f"{'publishable' if priv.get('publishable') else 'NOT publishable'} "
                          f"(source: {priv.get('source')})")
@@ -187,8 +205,8 @@ class AuditReportDisplay:
                      "<th>reason</th></tr>")
         for n, r in rep.results.items():
             parts.append(f"<tr><td>{html.escape(n)}</td><td>{'yes' if r.applicable else 'no'}</td>"
-                         f"<td>{'yes' if r.passed else '<b>no</b>'}</td><td>{_fmt(r.score)}</td>"
-                         f"<td>{html.escape(_fmt(r.threshold))}</td><td>{html.escape(r.reason)}</td></tr>")
+                         f"<td>{'yes' if r.passed else '<b>no</b>'}</td><td>{format_value(r.score)}</td>"
+                         f"<td>{html.escape(format_value(r.threshold))}</td><td>{html.escape(r.reason)}</td></tr>")
         parts.append("</table>")
         parts.append("<h2>Release</h2><pre>" + html.escape("\n".join(self._release_lines())) + "</pre>")
         for name, png in pngs.items():

@@ -24,11 +24,15 @@ whose last verified line changed, is refused.
 :meth:`Ledger.verify` re-checks everything on demand and reports the first
 bad entry (line, ``seq``, what is wrong).
 
-Publishing. Fields computed from confidential data (membership AUC,
-train-on-real scores, exact sizes of the private tables, subgroup recalls),
-seeds and the nonce are listed in each entry's ``confidential_fields`` (dotted
-paths, ``*`` for any key); :func:`redact` / :meth:`Ledger.redacted` replace them
-with ``"<redacted>"``. The nonce keeps the published hashes from confirming
+Publishing. Fields computed from confidential data (everything a check that
+reads the real rows found -- its score, pass/fail, applicability, reasons and
+details --, the exact verdict, exact sizes of the private tables), seeds and
+the nonce are listed in each entry's ``confidential_fields`` (dotted paths,
+``*`` for any key); :func:`redact` / :meth:`Ledger.redacted` replace them with
+``"<redacted>"``. Which paths are listed depends on public facts only, so a
+published entry has the same structure for neighbouring data. A verdict is
+published only through ``verdict`` (public checks, or noisy threshold tests
+whose cost is the entry's ``audit_budget``). The nonce keeps the published hashes from confirming
 guesses of the redacted values; a redacted ledger still shows its ``seq`` /
 ``prev_hash`` / ``hash`` links, while the content hashes can be checked only
 by whoever holds the full ledger.
@@ -43,6 +47,8 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from skdpsynth.audit._base import jsonable
 from skdpsynth.audit._ledger_format import (
@@ -294,12 +300,11 @@ class Ledger:
 
         The row count is public only when it is the synthesizer's DP estimate
         ``n_estimate_`` (the default release size); otherwise it may be the
-        exact private size and is a confidential field. The audit's reasons
-        are confidential (they quote confidential numbers); its public
-        reasons are not.
+        exact private size and is a confidential field. The audit's exact
+        verdict (``approved``, ``reasons``, ``public_reasons``) is confidential
+        whenever a check read confidential rows; ``verdict`` is what may be
+        published (see :attr:`AuditReport.verdict`).
         """
-        import pandas as pd
-
         digest = hashlib.sha256(pd.util.hash_pandas_object(synthetic, index=False).to_numpy().tobytes()).hexdigest()
         rec = synthesizer_record(synthesizer)
         n = int(len(synthetic))
@@ -314,8 +319,10 @@ class Ledger:
             confidential.append("n_rows")
         if report is not None:
             payload.update(approved=bool(report.approved), reasons=list(report.reasons),
-                           public_reasons=list(report.public_reasons), audit_id=report.audit_id)
-            confidential.append("reasons")
+                           public_reasons=list(report.public_reasons), verdict=report.verdict,
+                           audit_id=report.audit_id)
+            secret = any(r.uses_confidential_data for r in report.results.values())
+            confidential += ["reasons", "approved", "public_reasons"] if secret else ["reasons"]
         if destination is not None:
             payload["destination"] = str(destination)
         if note:

@@ -6,21 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from skdpsynth.audit._base import CheckResult, jsonable
+from skdpsynth.audit._display import AuditReportDisplay, format_value
 from skdpsynth.audit._provenance import seed_paths, synthesizer_confidential
 
 __all__ = ["AuditReport"]
 
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, (float, np.floating)):
-        return "nan" if not np.isfinite(v) else f"{v:.3f}"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items())
-    return str(v)
+#: the exact verdict: confidential unless every check read public inputs only
+_EXACT_VERDICT = ("approved", "public_reasons")
 
 
 @dataclass
@@ -59,6 +54,9 @@ class AuditReport:
         ledger or the JSON report.
     ledger_entry : dict or None
         Path, ``seq`` and ``hash`` of the ledger entry, when logged.
+    audit_budget : dict or None
+        What the published verdicts cost (``ReleaseAuditor(verdict_epsilon=...)``):
+        epsilon, delta, neighbouring relation and budget records.
     """
 
     results: dict[str, CheckResult]
@@ -75,6 +73,7 @@ class AuditReport:
     schema: Any = field(default=None, repr=False)
     artifacts: dict = field(default_factory=dict, repr=False)
     ledger_entry: dict | None = None
+    audit_budget: dict | None = None
 
     @property
     def approved(self) -> bool:
@@ -98,6 +97,29 @@ class AuditReport:
         """One reason per failed applicable check without confidential numbers: which rule failed."""
         return self._failed("public_reason")
 
+    @property
+    def verdict(self) -> dict[str, Any]:
+        """The verdict the ledger's public copy shows: from public checks and noisy threshold tests only.
+
+        ``source`` is ``"public"`` when no check read confidential rows,
+        ``"dp"`` when those that did published noisy verdicts, and
+        ``"confidential"`` when any did not (``approved`` and
+        ``public_reasons`` are then None). ``epsilon`` is what the noisy
+        verdicts cost.
+        """
+        shown = [r.verdict for r in self.results.values()]
+        sources = {v["source"] for v in shown}
+        source = "confidential" if "confidential" in sources else ("dp" if "dp" in sources else "public")
+        eps = float((self.audit_budget or {}).get("epsilon", 0.0))
+        if source == "confidential":
+            return {"source": source, "approved": None, "public_reasons": None, "epsilon": eps}
+        applicable = [v for v in shown if v["applicable"]]
+        reasons = [v["public_reason"] for v in applicable if not v["passed"]]
+        if not applicable:
+            reasons.append("no check applied to this release")
+        return {"source": source, "approved": bool(applicable) and all(v["passed"] for v in applicable),
+                "public_reasons": reasons, "epsilon": eps}
+
     def __repr__(self) -> str:
         verdict = "APPROVED" if self.approved else "REJECTED"
         return f"AuditReport({verdict}; " + ", ".join(
@@ -108,7 +130,7 @@ class AuditReport:
     def to_frame(self) -> pd.DataFrame:
         """One row per check: applicable, passed, score, threshold, reason, elapsed_s."""
         rows = [{"check": n, "applicable": r.applicable, "passed": r.passed, "score": r.score,
-                 "threshold": _fmt(r.threshold), "reason": r.reason, "elapsed_s": r.elapsed_s}
+                 "threshold": format_value(r.threshold), "reason": r.reason, "elapsed_s": r.elapsed_s}
                 for n, r in self.results.items()]
         return pd.DataFrame(rows).set_index("check")
 
@@ -120,11 +142,19 @@ class AuditReport:
             "results": {n: r.to_dict() for n, r in self.results.items()},
             "synthesizer": self.synthesizer, "privacy": self.privacy, "seeds": self.seeds, "data": self.data,
             "library_versions": self.library_versions, "elapsed_s": self.elapsed_s, "checks": self.checks,
+            "verdict": self.verdict, "audit_budget": self.audit_budget,
         })
 
     def confidential_fields(self) -> list[str]:
-        """Dotted paths of :meth:`to_dict` fields computed from confidential data, or holding seeds."""
+        """Dotted paths of :meth:`to_dict` fields computed from confidential data, or holding seeds.
+
+        Which paths are listed depends on public facts only (which checks read
+        confidential rows, whether the release size is a DP estimate, seeds),
+        so the published copy has the same structure for neighbouring data.
+        """
         paths = ["reasons", "elapsed_s", "seeds", "data.n_train", "data.n_holdout"]
+        if any(r.uses_confidential_data for r in self.results.values()):
+            paths += list(_EXACT_VERDICT)
         if self.data.get("release_size") != "dp_estimate":
             paths.append("data.n_synthetic")  # may be the exact private size
         for name, r in self.results.items():
@@ -142,10 +172,8 @@ class AuditReport:
         return payload, self.confidential_fields()
 
     # rendering shortcuts ---------------------------------------------------------
-    def display(self) -> Any:
+    def display(self) -> AuditReportDisplay:
         """An :class:`AuditReportDisplay` of this report."""
-        from skdpsynth.audit._display import AuditReportDisplay
-
         return AuditReportDisplay.from_report(self)
 
     def to_markdown(self) -> str:
