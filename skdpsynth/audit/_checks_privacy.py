@@ -225,15 +225,23 @@ class PrivacyCheck(BaseCheck):
     def supports_dp_verdict(self, data: AuditData) -> bool:
         return self.id_col is None  # long tables share a vocabulary read from every frame
 
-    def dp_verdict(self, data: AuditData, answers, epsilon: float) -> tuple[bool, bool, str]:
+    def dp_cells(self, data: AuditData) -> np.ndarray:
+        """Each real person's histogram cell, members (training rows) first, then non-members (holdout rows).
+
+        Cells ``0 .. 50`` are members (0: an exact copy of a release row, then
+        50 bins of the distance in (0, 1]), ``51 .. 101`` non-members. Column
+        kinds and numeric ranges come from the public schema, else from the
+        release, so a person's cell depends on that person and the release only.
+        """
         cols = list(data.synthetic.columns)
         schema = self.schema if self.schema is not None else (data.schema if is_schema(data.schema) else None)
-        # kinds and ranges from the schema or the release (range_from=0): a person's distance is theirs alone
         (num_s, num_m, num_h), (cat_s, cat_m, cat_h), _, _ = gower_encode(
             [data.synthetic, data.train[cols], data.holdout[cols]], schema=schema, range_from=0)
         dist, _, _ = gower_min_distances(num_s, cat_s, np.vstack([num_m, num_h]), np.vstack([cat_m, cat_h]))
-        cells = _distance_cells(dist) + np.r_[np.zeros(len(num_m), int), np.full(len(num_h), _DP_CELLS)]
-        noisy = answers.histogram(cells[:, None], 2 * _DP_CELLS, epsilon=epsilon,
+        return _distance_cells(dist) + np.r_[np.zeros(len(num_m), int), np.full(len(num_h), _DP_CELLS)]
+
+    def dp_verdict(self, data: AuditData, answers, epsilon: float) -> tuple[bool, bool, str]:
+        noisy = answers.histogram(self.dp_cells(data)[:, None], 2 * _DP_CELLS, epsilon=epsilon,
                                   target=f"audit verdict {self.name!r}: distances to the closest release row")
         members, nonmembers = np.maximum(noisy, 0).astype(float).reshape(2, _DP_CELLS)
         n_m, n_h = members.sum(), nonmembers.sum()
