@@ -22,6 +22,11 @@ __all__ = ["normalise_column", "category_codes"]
 _SEE = "to see the values present, draft a schema from the data (`skdpsynth schema draft DATA --raw -o draft.json`)"
 
 
+_TZ_MESSAGE = ("dates with a time zone or UTC offset, and a schema's dates have none: convert them to one zone and "
+               "drop it first (pandas: X[col].dt.tz_convert('UTC').dt.tz_localize(None); or .dt.tz_localize(None) "
+               "for local wall-clock time), or write them without an offset")
+
+
 def _example(values: Any, public: bool) -> str:
     """An example of an offending value, only for a draft: a confirmed schema's messages show no data."""
     return f" (e.g. {values!r})" if not public else ""
@@ -76,8 +81,8 @@ def normalise_column(col: pd.Series, spec: ColumnSpec, clip: bool,
         ts = pd.to_datetime(col, errors="raise")
     except (ValueError, TypeError):
         return None, "values that are not dates/times", None
-    if getattr(ts.dt, "tz", None) is not None:
-        ts = ts.dt.tz_convert(None)
+    if getattr(ts.dt, "tz", None) is not None:  # shifting them to naive UTC silently would move every date
+        return None, _TZ_MESSAGE, None
     ts = ts.astype("datetime64[ns]")
     outside = ~isna & ((ts < spec.lower) | (ts > spec.upper)).to_numpy()
     if outside.any() and not clip:

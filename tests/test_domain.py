@@ -84,18 +84,20 @@ def test_wide_small_table_at_epsilon_5_has_medians_inside_the_real_ranges():
             assert out[c].mode().iloc[0] in set(X[c]), c
 
 
+@pytest.mark.usefixtures("reproducible_noise")
 def test_wide_small_table_at_epsilon_1_refuses_before_spending():
     X = student_table()
     # noise from the seed: with secure noise the noisy count exceeds what the categories need in about 1 fit of 6
     # (measured: 35 of 200), and the error then rightly names only the numeric columns
-    est = NPGCSynthesizer(epsilon=1.0, delta=DELTA, random_state=0, reproducible_noise=True)
+    est = NPGCSynthesizer(epsilon=1.0, delta=DELTA, random_state=0)
     with pytest.raises(DomainEstimateError) as err:
         est.fit(X)
     msg = str(err.value)
     assert "skdpsynth schema draft DATA --raw -o draft.json" in msg
     assert all(f"'{c}'" in msg for c in X.columns)  # ONE error naming every column
     spent = [r for r in est.budget_log_ if r.kind != "none"]
-    assert len(spent) == 1 and "number of people" in spent[0].target  # only the noisy count
+    # only the noisy count and the noisy kinds (the kinds decide what each column needs)
+    assert len(spent) == 2 and "number of people" in spent[0].target and "kinds of 30 columns" in spent[1].target
     assert "a noisy count" in msg  # the number of people shown is the noisy one
 
 
@@ -124,13 +126,18 @@ def test_numeric_ranges_cover_the_real_values(seed):
 
 
 # ------------------------------------------------------------------------------------------ kinds, codes, missing
-def test_object_columns_are_categorical_by_dtype_never_by_their_values():
+def test_kinds_come_from_the_values_form_never_from_the_dtype():
     n = 3000
     rng = np.random.default_rng(0)
-    X = pd.DataFrame({"code": pd.Series(rng.choice([1, 2, 3], n), dtype=object), "x": rng.normal(size=n)})
+    # every column as text, as the command line reads it: the kinds are DP answers on the values' form
+    X = pd.DataFrame({"code": rng.choice([1, 2, 3], n), "x": rng.normal(size=n).round(2),
+                      "when": pd.Timestamp("2021-09-01") + pd.to_timedelta(rng.integers(0, 300, n), unit="D"),
+                      "flag": rng.random(n) < 0.3, "group": rng.choice(["a", "b"], n)}).astype(str)
     schema = estimate_schema(X, epsilon=2.0, delta=DELTA, accountant=BudgetAccountant(2.0, DELTA),
                              noise=NoiseSource.reproducible_from(0))
-    assert schema["code"].kind == "categorical" and set(schema["code"].categories) == {1, 2, 3}
+    assert [s.kind for s in schema.columns] == ["integer", "continuous", "datetime", "boolean", "categorical"]
+    fitted = schema.validate(drop_unreleased_categories(X, schema))  # text read as the kinds say
+    assert fitted["code"].between(1, 3).all() and fitted["flag"].isin([True, False]).all()
 
 
 def test_integer_codes_are_kept_as_codes_and_dense_integers_as_integers():
@@ -146,6 +153,7 @@ def test_integer_codes_are_kept_as_codes_and_dense_integers_as_integers():
     assert schema["flag"].kind == "integer" and (schema["flag"].lower, schema["flag"].upper) == (0, 1)
 
 
+@pytest.mark.usefixtures("reproducible_noise")
 def test_nullability_is_estimated_and_missing_values_are_not_invented():
     rng = np.random.default_rng(0)
     n = 4000
@@ -153,7 +161,7 @@ def test_nullability_is_estimated_and_missing_values_are_not_invented():
                       "label": rng.choice(["x", "y"], n), "few": rng.integers(0, 10, n).astype(float)})
     X.loc[rng.random(n) < 0.3, "holes"] = np.nan
     X.loc[:1, "few"] = np.nan  # two missing values: below what the noise can tell from none
-    est = _fit(NPGCSynthesizer, X, epsilon=5.0, delta=DELTA, random_state=0, reproducible_noise=True)
+    est = _fit(NPGCSynthesizer, X, epsilon=5.0, delta=DELTA, random_state=0)
     s = est.schema_
     assert not s["complete"].nullable and s["holes"].nullable and not s["label"].nullable
     assert not s["few"].nullable and s["few"].fill is not None  # filled with its noisy median

@@ -1,32 +1,40 @@
 """Estimate a table's public domain (schema) under differential privacy, when none is given.
 
-Column names and dtypes are structural metadata and taken as public; a column's
-kind follows its dtype only (text and object columns are categorical, never
-judged by whether their values look like numbers). Everything about the values
-is measured, all columns at once (budget and modes: :mod:`._domain_plan`):
+Column names are structural metadata and taken as public. A column's kind is
+NOT read from its dtype (pandas decides a dtype from every value, so it is a
+statistic of the private data): it is a DP answer (:mod:`._domain_kinds`).
+Everything about the values is measured, all columns at once (budget and
+modes: :mod:`._domain_plan`):
 
-1. a noisy count of people -- and, from public quantities and that count, ONE
-   error naming every column that cannot be estimated at this budget, before
-   anything else is measured;
-2. one histogram of every numeric, integer, datetime and boolean column on a
-   public scale-free binning (:mod:`._domain_bins`), missing values in a cell of
-   their own; every person is in one cell per column (L2 sensitivity
-   ``sqrt(d)``). Bounds are quantiles of the noisy CDF over the bins the noise
-   cannot explain (found at several resolutions); nullability is the noisy
-   missing count against a threshold;
-3. one joint stability histogram over the keys ``(column, value)`` of the
+1. a noisy count of people;
+2. one histogram of every column's value classes (missing, boolean, integer,
+   decimal, ISO date, text; one cell per person and column, L2 sensitivity
+   ``sqrt(d)``): each column's kind is post-processing of its noisy counts, and
+   the remaining budget is split by those kinds. Then, from public quantities,
+   the noisy count and the kinds, ONE error naming every column that cannot be
+   estimated at this budget, before anything else is measured;
+3. one histogram of every numeric, integer, datetime and boolean column on a
+   public scale-free binning (:mod:`._domain_bins`), missing values (and values
+   of another class) in a cell of their own; every person is in one cell per
+   column (L2 sensitivity ``sqrt(d)``). Bounds are quantiles of the noisy CDF
+   over the bins the noise cannot explain (found at several resolutions);
+   nullability is the noisy missing count against a threshold;
+4. one joint stability histogram over the keys ``(column, value)`` of the
    categorical columns, a column's missing values being one more key
    (contribution bound: their number; candidates exactly the counted keys),
    and one over the integer columns, so that integer codes (a few values spread
    over a wide range, nearly all people on them) are recognised and kept as
    the codes they are;
-4. a noisy check of the mass below and above every estimated bound (for
+5. a noisy check of the mass below and above every estimated bound (for
    integer codes: of the missing or unreleased mass): a bound with more than
    1% beyond it is widened and reported, with the noisy figure only.
 
-Values outside the estimated domain are clipped (numeric) or treated as missing
-(unreleased categories); a column found not nullable gets a ``fill`` (its noisy
-median or mode) for the few missing values the noise cannot tell from none.
+Fitting the table into the estimate (:func:`drop_unreleased_categories`) is a
+public rule applied to each value on its own: values of another class than the
+column's kind and unreleased categories become missing, decimals in an integer
+column are rounded, numbers and dates are clipped to the estimated bounds; a
+column found not nullable gets a ``fill`` (its noisy median or mode) for them.
+Every message depends on public inputs and noisy answers only, and says so.
 """
 
 from __future__ import annotations
@@ -38,13 +46,7 @@ import pandas as pd
 
 from skdpsynth.exceptions import DomainEstimateError, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._domain_bins import (
-    DATETIME_BINS,
-    INTEGER_BINS,
-    NUMERIC_BINS,
-    numeric_values,
-    widen_bin,
-)
+from skdpsynth.privacy._domain_bins import DATETIME_BINS, INTEGER_BINS, NUMERIC_BINS, widen_bin
 from skdpsynth.privacy._domain_columns import (
     DEFAULT_QUANTILES,
     MISSING,
@@ -61,17 +63,24 @@ from skdpsynth.privacy._domain_columns import (
     tightened,
     unreleased_notes,
 )
+from skdpsynth.privacy._domain_kinds import MISSING as MISSING_CLASS
+from skdpsynth.privacy._domain_kinds import Parsed, class_counts, decide_kind, parse_column
 from skdpsynth.privacy._domain_plan import DomainPlan, DomainRun, plan_domain
 from skdpsynth.schema import TableSchema
 
 __all__ = ["estimate_schema", "column_kind_from_dtype", "plan_schema_cost", "drop_unreleased_categories",
-           "DomainEstimateError", "DRAFT_COMMAND"]
+           "check_time_zones", "DomainEstimateError", "DRAFT_COMMAND"]
 
 DRAFT_COMMAND = "skdpsynth schema draft DATA --raw -o draft.json"
 
 
 def column_kind_from_dtype(series: pd.Series) -> str:
-    """Column kind read from the dtype only (public metadata, never from the values)."""
+    """Column kind read from the dtype only.
+
+    Not used by the estimate: a dtype that pandas inferred depends on the
+    values (one NaN makes an int column float64). Only for a dtype the user
+    declared.
+    """
     dt = series.dtype
     if pd.api.types.is_bool_dtype(dt):
         return "boolean"
@@ -84,7 +93,22 @@ def column_kind_from_dtype(series: pd.Series) -> str:
     return "categorical"
 
 
-def _widths(cols: list[Column], delta: float) -> dict[str, int]:
+def check_time_zones(X: pd.DataFrame) -> None:
+    """Refuse time-zone-aware datetime columns before anything is spent (the domain's dates are naive).
+
+    The dtype is the user's declaration (pandas never makes one from naive values); no value is quoted.
+    """
+    aware = [str(c) for c in X.columns
+             if isinstance(X[c].dtype, pd.DatetimeTZDtype)]
+    if aware:
+        raise SchemaError(
+            f"column(s) {aware} hold time-zone-aware dates, and a domain's dates carry no time zone (they would be "
+            "shifted silently). Convert them first: X[col].dt.tz_convert('UTC').dt.tz_localize(None) for UTC, or "
+            ".dt.tz_localize(None) for local wall-clock time.")
+
+
+def _kind_widths(cols: list[Column], delta: float) -> dict[str, int]:
+    """Columns per part, from the released kinds (DP answers)."""
     count = {k: sum(c.kind == k for c in cols) for k in ("continuous", "integer", "datetime", "boolean",
                                                             "categorical")}
     numeric = count["continuous"] + count["integer"] + count["datetime"]
@@ -92,42 +116,51 @@ def _widths(cols: list[Column], delta: float) -> dict[str, int]:
             "codes": count["integer"] if delta > 0 else 0, "tail": numeric}
 
 
-def _prepare(X: pd.DataFrame) -> list[Column]:
+def plan_schema_cost(X: pd.DataFrame, epsilon: float, delta: float, **kwargs) -> list[BudgetRecord]:
+    """The records :func:`estimate_schema` will charge for ``X`` (for up-front budget checks; its shape only)."""
+    return _plan([str(c) for c in X.columns], epsilon, delta, **kwargs).records
+
+
+def _names_of(names: list[str]) -> str:
+    """Column names for the budget log (public), the first few then how many more."""
+    shown = ", ".join(repr(n) for n in names[:6])
+    return shown + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+
+
+def _names(cols: list[Column]) -> str:
+    return _names_of([c.name for c in cols])
+
+
+def _plan(names: list[str], epsilon, delta, accountant=None, later=(), label="DP domain estimate") -> DomainPlan:
+    """The plan of a table (its column names): the kinds first, then every column in every part (placeholders)."""
+    d = len(names)
+    return plan_domain({k: d for k in ("bins", "categories", "codes", "tail")}, epsilon, delta,
+                       accountant=accountant, later=later, label=label, kinds=d,
+                       columns={"kinds": f"{d} columns ({_names_of(names)})"})
+
+
+def _measure_kinds(X: pd.DataFrame, parsed: list[Parsed], run: DomainRun) -> list[Column]:
+    """One mechanism: every column's value classes (one cell per person and column); the kinds decided from it."""
+    counts = [class_counts(p) for p in parsed]
+    names = [str(c) for c in X.columns]
+    noisy = run.histogram(np.concatenate(counts), "kinds",
+                          f"kinds of {len(names)} columns ({_names_of(names)}): people per value class (missing, "
+                          "boolean, integer, decimal, date, text)")
+    sd = run.plan.kinds.sd
     cols = []
-    for name in X.columns:
-        c = Column(str(name), column_kind_from_dtype(X[name]))
+    for name, p, chunk in zip(names, parsed, np.split(noisy, len(names))):
+        c = Column(name, decide_kind(chunk, sd))
         if c.kind in NUMERIC:
             c.bins = {"datetime": DATETIME_BINS, "integer": INTEGER_BINS}.get(c.kind, NUMERIC_BINS)
-            c.values = numeric_values(X[name], c.kind)
+        if c.kind in (*NUMERIC, "boolean"):
+            values = p.values(c.kind)
+            c.values = np.round(values) if c.kind == "integer" else values
         cols.append(c)
     return cols
 
 
-def plan_schema_cost(X: pd.DataFrame, epsilon: float, delta: float, **kwargs) -> list[BudgetRecord]:
-    """The records :func:`estimate_schema` will charge for ``X`` (for up-front budget checks)."""
-    return _plan(_prepare(X), epsilon, delta, **kwargs).records
-
-
-def _names(cols: list[Column]) -> str:
-    """Column names for the budget log (public), the first few then how many more."""
-    shown = ", ".join(repr(c.name) for c in cols[:6])
-    return shown + (f" and {len(cols) - 6} more" if len(cols) > 6 else "")
-
-
-def _part_columns(cols: list[Column]) -> dict[str, list[Column]]:
-    return {"bins": [c for c in cols if c.kind in (*NUMERIC, "boolean")],
-            "categories": [c for c in cols if c.kind == "categorical"],
-            "codes": [c for c in cols if c.kind == "integer"], "tail": [c for c in cols if c.kind in NUMERIC]}
-
-
-def _plan(cols, epsilon, delta, accountant=None, later=(), label="DP domain estimate") -> DomainPlan:
-    columns = {k: f"{len(v)} columns ({_names(v)})" for k, v in _part_columns(cols).items()}
-    return plan_domain(_widths(cols, delta), epsilon, delta, accountant=accountant, later=later, label=label,
-                       columns=columns)
-
-
 def _check_feasible(cols: list[Column], plan: DomainPlan, n_hat: int, label: str) -> None:
-    """ONE error naming every column the estimate cannot serve at this budget (only the count is spent)."""
+    """ONE error naming every column the estimate cannot serve at this budget (only the count and kinds spent)."""
     problems = []
     sd = plan.count.sd
     for c in cols:
@@ -145,13 +178,13 @@ def _check_feasible(cols: list[Column], plan: DomainPlan, n_hat: int, label: str
     if problems:
         raise DomainEstimateError(
             f"{label}: the domain cannot be estimated under DP at this budget for column(s) "
-            f"{', '.join(problems)}; the table has about {max(n_hat, 0):,} people (a noisy count: the only thing "
-            f"measured, see the budget log). Give the public domain instead: `{DRAFT_COMMAND}` (or "
-            "TableSchema.draft(X)) writes a draft to check against the codebook, then pass schema=schema.json. "
-            "Or raise epsilon or domain_share.")
+            f"{', '.join(problems)} (kinds as estimated under DP); the table has about {max(n_hat, 0):,} people (a "
+            "noisy count; only it and the columns' kinds were measured, see the budget log). Give the public domain "
+            f"instead: `{DRAFT_COMMAND}` (or TableSchema.draft(X)) writes a draft to check against the codebook, "
+            "then pass schema=schema.json. Or raise epsilon or domain_share.")
 
 
-def _measure_bins(X: pd.DataFrame, cols: list[Column], run: DomainRun) -> None:
+def _measure_bins(cols: list[Column], run: DomainRun) -> None:
     """One mechanism: every binned column's histogram (with a missing cell), booleans' [missing, False, True]."""
     parts, layout = [], []
     for c in cols:
@@ -160,8 +193,8 @@ def _measure_bins(X: pd.DataFrame, cols: list[Column], run: DomainRun) -> None:
             h = np.bincount(c.bins.encode(c.values[ok]), minlength=c.bins.n_bins)
             parts.append(np.append(h, (~ok).sum()))
         elif c.kind == "boolean":
-            col = X[c.name]
-            parts.append(np.array([col.isna().sum(), (col == False).sum(), (col == True).sum()]))  # noqa: E712
+            v = c.values
+            parts.append(np.array([np.isnan(v).sum(), (v == 0).sum(), (v == 1).sum()]))
         else:
             continue
         layout.append(c)
@@ -178,7 +211,18 @@ def _measure_bins(X: pd.DataFrame, cols: list[Column], run: DomainRun) -> None:
             c.missing, c.noisy = float(chunk[-1]), chunk[:-1].astype(float)
 
 
-def _release_keys(X: pd.DataFrame, cols: list[Column], run: DomainRun, part: str) -> None:
+def _key_values(X: pd.DataFrame, c: Column, p: Parsed) -> tuple[pd.Series, int]:
+    """A column's key values (raw objects of a categorical column, whole numbers of an integer one) and how many
+    people have none (missing, or of another class)."""
+    if c.kind == "categorical":
+        present = p.classes != MISSING_CLASS
+        return X[c.name][present].astype(object), int((~present).sum())
+    v = c.values[np.isfinite(c.values)]
+    return pd.Series(v.astype(np.int64), dtype=object), int(len(c.values) - len(v))
+
+
+def _release_keys(X: pd.DataFrame, parsed: dict[str, Parsed], cols: list[Column], run: DomainRun,
+                  part: str) -> None:
     """Joint stability histogram over the keys (column, value) of the categorical (or integer) columns."""
     kind = "categorical" if part == "categories" else "integer"
     members = [c for c in cols if c.kind == kind]
@@ -186,11 +230,10 @@ def _release_keys(X: pd.DataFrame, cols: list[Column], run: DomainRun, part: str
         return
     keys, counts = [], []
     for c in members:
-        col = X[c.name]
-        vc = col.dropna().astype(object).value_counts(sort=False)
+        values, n_missing = _key_values(X, c, parsed[c.name])
+        vc = values.value_counts(sort=False)
         keys += [(c, v.item() if isinstance(v, np.generic) else v) for v in vc.index]
         counts.append(vc.to_numpy())
-        n_missing = int(col.isna().sum())
         if kind == "categorical" and n_missing:  # "missing" is one more key of the column (still one per person)
             keys.append((c, MISSING))
             counts.append(np.array([n_missing]))
@@ -209,13 +252,13 @@ def _release_keys(X: pd.DataFrame, cols: list[Column], run: DomainRun, part: str
             c.keys[value] = float(v)
 
 
-def _tail_check(X: pd.DataFrame, cols: list[Column], run: DomainRun, n_hat: int) -> list[str]:
+def _tail_check(cols: list[Column], run: DomainRun, n_hat: int) -> list[str]:
     """Noisy mass beyond each bound (and missing-or-unreleased mass): widen, decide nullability, report."""
     members = [c for c in cols if c.kind in NUMERIC]
     notes = unreleased_notes(cols, run.plan, n_hat)
     if not members or "tail" not in run.plan.parts:
         return notes
-    parts = [tail_cells(X, c) for c in members]
+    parts = [tail_cells(c) for c in members]
     what = (f"check of {len(members)} numeric columns ({_names(members)}): mass below and above each estimated "
             "bound (integer codes: missing or not released)")
     noisy = run.histogram(np.concatenate(parts), "tail", what)
@@ -284,52 +327,77 @@ def estimate_schema(
         cannot be estimated at this budget; or, after the estimate, naming the
         columns for which nothing could be released.
     """
-    cols = _prepare(X)
-    if delta <= 0 and any(c.kind == "categorical" for c in cols):
-        raise SchemaError("discovering categories under DP needs delta > 0; give a schema with the categories "
-                          f"(`{DRAFT_COMMAND}` drafts one) or set delta.")
-    plan = _plan(cols, epsilon, delta, accountant, later, label)
+    check_time_zones(X)
+    plan = _plan([str(c) for c in X.columns], epsilon, delta, accountant, later, label)
     accountant.require(plan.records + list(later), what=f"{label} and the model after it")
     run = DomainRun(plan, accountant, noise)
     n_hat = run.count(len(X))
-    _check_feasible(cols, plan, n_hat, label)
     run.open()
-    _measure_bins(X, cols, run)
-    _release_keys(X, cols, run, "categories")
-    _release_keys(X, cols, run, "codes")
+    parsed = {str(name): parse_column(X[name]) for name in X.columns}
+    cols = _measure_kinds(X, list(parsed.values()), run)
+    if delta <= 0 and any(c.kind == "categorical" for c in cols):
+        raise DomainEstimateError(
+            f"{label}: discovering categories under DP needs delta > 0, and column(s) "
+            f"{[c.name for c in cols if c.kind == 'categorical']} hold text (kinds as estimated under DP; only the "
+            f"count and the kinds were measured). Give a schema with the categories (`{DRAFT_COMMAND}` drafts one) "
+            "or set delta.")
+    run.split(_kind_widths(cols, delta))
+    _check_feasible(cols, run.plan, n_hat, label)
+    _measure_bins(cols, run)
+    _release_keys(X, parsed, cols, run, "categories")
+    _release_keys(X, parsed, cols, run, "codes")
     q = tuple(bound_quantiles) if bound_quantiles is not None else DEFAULT_QUANTILES
-    failed = [c.name for c in cols if not decide(c, plan, n_hat, q)]
+    failed = [c.name for c in cols if not decide(c, run.plan, n_hat, q)]
     if failed:
         raise DomainEstimateError(
-            f"{label}: nothing could be released for column(s) {failed} at this budget (values too spread out: no "
+            f"{label}: nothing could be released for column(s) {failed} at this budget (from the noisy answers: no "
             "category or value range holds enough people; the budget spent is in the budget log). Drop "
             f"identifier-like columns, or give the public domain: `{DRAFT_COMMAND}`, then schema=schema.json.")
-    notes = _tail_check(X, cols, run, n_hat)
+    notes = _tail_check(cols, run, n_hat)
     if notes:
-        warnings.warn(f"{label}: " + "; ".join(notes) + f". Values outside the domain are clipped. For documented "
-                      f"bounds and categories, give a schema (`{DRAFT_COMMAND}` drafts one).", UserWarning,
-                      stacklevel=3)
-    return TableSchema(tuple(spec_of(c, plan, n_hat) for c in cols))
+        warnings.warn(f"{label} (noisy figures): " + "; ".join(notes) + ". Values outside the domain are clipped. "
+                      f"For documented bounds and categories, give a schema (`{DRAFT_COMMAND}` drafts one).",
+                      UserWarning, stacklevel=3)
+    return TableSchema(tuple(spec_of(c, run.plan, n_hat) for c in cols))
 
 
 def drop_unreleased_categories(X: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
-    """Fit ``X`` into a DP-estimated domain, silently: the estimate reported both through noisy counts.
+    """Fit ``X`` into a DP-estimated domain, silently, by a public rule applied to each value on its own.
 
-    Categories the estimate did not release become missing values (then the
-    column's ``fill`` when it is not nullable, in ``schema.validate``); numeric
-    and datetime values are clipped to the estimated bounds. No message says
-    which columns were affected or how much: that is private.
+    Every value is read by its own form (:func:`~._domain_kinds.parse_column`),
+    as the kinds were counted: values of another class than the column's kind and
+    categories the estimate did not release become missing values (then the
+    column's ``fill`` when it is not nullable, in ``schema.validate``); decimals
+    in an integer column are rounded; numbers and dates are clipped to the
+    estimated bounds. No message says which columns were affected or how much:
+    that is private.
     """
     out = X.copy()
     for spec in schema.columns:
-        col = out[spec.name]
-        if spec.kind == "categorical":
-            unknown = col.notna() & ~col.astype(object).isin(spec.categories)
-            if unknown.any():
-                out[spec.name] = col.astype(object).where(~unknown, np.nan)
-        elif spec.kind in ("continuous", "integer") and pd.api.types.is_numeric_dtype(col.dtype) \
-                and not pd.api.types.is_bool_dtype(col.dtype):
-            out[spec.name] = col.clip(spec.lower, spec.upper)
-        elif spec.kind == "datetime" and pd.api.types.is_datetime64_any_dtype(col.dtype) and col.dt.tz is None:
-            out[spec.name] = col.clip(spec.lower, spec.upper)
+        out[spec.name] = _fit_column(X[spec.name], spec)
     return out
+
+
+def _numeric_categories(categories: tuple) -> bool:
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+               for v in categories)
+
+
+def _fit_column(col: pd.Series, spec) -> pd.Series:
+    """One column in its estimated kind (see :func:`drop_unreleased_categories`)."""
+    p = parse_column(col)
+    if spec.kind in ("continuous", "integer"):
+        v = p.numbers if spec.kind == "continuous" else np.round(p.numbers)
+        return pd.Series(np.clip(v, spec.lower, spec.upper), index=col.index)
+    if spec.kind == "datetime":
+        lo, hi = ((pd.Timestamp(b) - pd.Timestamp("1970-01-01")).total_seconds() for b in (spec.lower, spec.upper))
+        return pd.Series(pd.to_datetime(np.clip(p.seconds, lo, hi), unit="s"), index=col.index)
+    if spec.kind == "boolean":
+        return pd.Series(np.array([np.nan, False, True], dtype=object)[np.nan_to_num(p.truth, nan=-1).astype(int) + 1],
+                         index=col.index)
+    if _numeric_categories(spec.categories):  # integer codes: read as numbers, as they were counted
+        values = pd.Series([int(v) if v.is_integer() else v for v in p.numbers.tolist()], index=col.index,
+                           dtype=object)
+    else:
+        values = col.astype(object).where(p.classes != MISSING_CLASS, np.nan)
+    return values.where(values.isin(list(spec.categories)), np.nan)

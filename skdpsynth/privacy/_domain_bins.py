@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-__all__ = ["ScaleFreeBins", "NUMERIC_BINS", "INTEGER_BINS", "DATETIME_BINS", "numeric_values", "supported_bins",
-           "anchored",
+__all__ = ["ScaleFreeBins", "NUMERIC_BINS", "INTEGER_BINS", "DATETIME_BINS", "supported_bins", "anchored",
            "quantile_bins", "widen_bin"]
 
 _SMALL = 16
@@ -89,19 +88,6 @@ INTEGER_BINS = ScaleFreeBins(np.concatenate([-_POSITIVE[_POSITIVE >= 1][::-1], [
                              "numeric", levels=5)
 DATETIME_BINS = ScaleFreeBins(pd.date_range("1900-01-01", "2100-01-01", freq="QS").as_unit("s").asi8.astype(float),
                               "datetime", levels=6, spread=4)
-
-
-def numeric_values(col: pd.Series, kind: str) -> np.ndarray:
-    """Values as floats with NaN for missing (datetimes as seconds since the epoch, naive UTC)."""
-    if kind == "datetime":
-        ts = pd.to_datetime(col, errors="coerce")
-        if getattr(ts.dt, "tz", None) is not None:
-            ts = ts.dt.tz_convert(None)
-        secs = ts.astype("datetime64[ns]").astype("int64").to_numpy() / 1e9
-        return np.where(ts.isna().to_numpy(), np.nan, secs)
-    if pd.api.types.is_bool_dtype(col.dtype):
-        col = col.astype(float)
-    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
 def _window_sums(counts: np.ndarray, size: int) -> np.ndarray:

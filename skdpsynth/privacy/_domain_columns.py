@@ -3,6 +3,7 @@
 :mod:`._domain` measures; everything here reads released noisy statistics and the
 public binning, never the private rows (except :func:`tail_cells`, which lays a
 column's values on the cells of the check that :mod:`._domain` then measures).
+Every warning text here quotes noisy figures only.
 """
 
 from __future__ import annotations
@@ -98,14 +99,16 @@ def decide(c: Column, plan: DomainPlan, n_hat: int, q: tuple[float, float]) -> b
     return True
 
 
-def tail_cells(X: pd.DataFrame, c: Column) -> np.ndarray:
-    """The cells of one column in the check of the mass beyond its bounds (one cell per person)."""
+def tail_cells(c: Column) -> np.ndarray:
+    """The cells of one column in the check of the mass beyond its bounds (one cell per person).
+
+    Reads the column's values (private): the check that :mod:`._domain` measures.
+    """
+    v = c.values
     if c.binned:
         lo, hi = bounds(c)
-        v = c.values
         return np.array([(v < lo).sum(), (v > hi).sum(), len(v) - (v < lo).sum() - (v > hi).sum()])
-    col = X[c.name].astype(object)
-    inside = col.isin(list(c.keys)).to_numpy() & col.notna().to_numpy()
+    inside = np.isin(v, np.array(list(c.keys), dtype=float))  # NaN (missing) is never inside
     return np.array([(~inside).sum(), inside.sum()])
 
 

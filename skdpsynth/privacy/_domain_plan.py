@@ -17,12 +17,19 @@ estimated bounds. :func:`plan_domain` sizes them from public quantities only
   delta) record (converted once), or are Laplace / geometric records, whichever
   gives the lower release thresholds (a public choice);
 * ``"pure"`` -- ``delta = 0``: geometric noise only, no key discovery.
+
+Without a schema the columns' kinds are not known in advance (they are a DP
+answer, :mod:`._domain_kinds`): the plan then has a ``kinds`` part measured
+first, with ``KINDS_SHARE`` of what the count leaves, and the other parts share
+the rest; their sizes are placeholders (every column in every part) until
+:meth:`DomainPlan.split` sizes them by the released kinds. The total charged
+(and checked up front) does not depend on the split.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import erfc
@@ -40,6 +47,10 @@ __all__ = ["Part", "DomainPlan", "DomainRun", "plan_domain", "gaussian_stability
 WEIGHTS = {"bins": 1.0, "categories": 1.5, "codes": 0.5, "tail": 0.5}
 #: share of the domain budget spent on the count of people (rho in zCDP mode, epsilon otherwise)
 COUNT_SHARE = {"zcdp": 0.03, "approx": 0.15, "pure": 0.15}
+#: share of what the count leaves spent on the columns' kinds, when they are measured (no schema)
+KINDS_SHARE = 0.12
+#: the parts that discover keys (and spend delta on a release threshold)
+KEY_PARTS = ("categories", "codes")
 
 
 def discrete_gaussian_tail(sigma: float, m: int) -> float:
@@ -188,7 +199,12 @@ class Part:
 
 @dataclass(frozen=True)
 class DomainPlan:
-    """The parts of one domain estimate and how they are charged (decided before any noise is drawn)."""
+    """The parts of one domain estimate and how they are charged (decided before any noise is drawn).
+
+    With a ``kinds`` part, ``parts`` are placeholders until :meth:`split` sizes
+    them by the released kinds: they share ``rest`` (rho or epsilon) and
+    ``key_delta`` (the key parts' thresholds) whatever the split.
+    """
 
     mode: str
     count: Part
@@ -199,6 +215,9 @@ class DomainPlan:
     delta_conversion: float = 0.0
     label: str = "DP domain estimate"
     summary: BudgetRecord | None = field(default=None)
+    kinds: Part | None = None
+    rest: float = 0.0
+    key_delta: float = 0.0
 
     @property
     def records(self) -> list[BudgetRecord]:
@@ -206,14 +225,43 @@ class DomainPlan:
         out = self.count.records(f"{self.label}: number of people")
         if self.summary is not None:
             return out + [self.summary]
+        if self.kinds is not None:
+            out += self.kinds.records(f"{self.label}: kinds")
         for part in self.parts.values():
             out += part.records(f"{self.label}: {part.name}")
         return out
 
+    def split(self, widths: dict[str, int]) -> DomainPlan:
+        """The parts sized by the released kinds (the number of columns of each part): same total cost."""
+        if self.kinds is None:
+            return self
+        parts = _sized_parts(self.rest, self.kinds.mechanism, _widths(widths, self.delta), self.key_delta)
+        return replace(self, parts=parts)
+
+
+def _widths(widths: dict[str, int], delta: float) -> dict[str, int]:
+    """Parts with at least one column (no key discovery without delta)."""
+    return {k: int(w) for k, w in widths.items() if w and (delta > 0 or k not in KEY_PARTS)}
+
+
+def _sized_parts(total: float, mechanism: str, widths: dict[str, int], key_delta: float) -> dict[str, Part]:
+    """``total`` (rho or epsilon) split over the parts by weight; ``key_delta`` shared by the key parts."""
+    keys = [k for k in KEY_PARTS if k in widths]
+    return {k: Part(k, mechanism, w, c, key_delta / len(keys) if k in keys else 0.0)
+            for (k, w), c in zip(widths.items(), _split(total, widths).values())}
+
+
+def _with_kinds(total: float, mechanism: str, widths: dict[str, int], key_delta: float,
+                kinds: int) -> tuple[Part | None, dict[str, Part], float]:
+    """(kinds part or None, the other parts, what they share) for a budget ``total`` of one mechanism."""
+    part = Part("kinds", mechanism, kinds, KINDS_SHARE * total) if kinds else None
+    rest = total - (part.cost if part else 0.0)
+    return part, _sized_parts(rest, mechanism, widths, key_delta), rest
+
 
 def _split(total: float, widths: dict[str, int]) -> dict[str, float]:
     weight = {k: WEIGHTS[k] * w for k, w in widths.items()}
-    s = sum(weight.values())
+    s = sum(weight.values()) or 1.0
     return {k: total * w / s for k, w in weight.items()}
 
 
@@ -226,24 +274,21 @@ def _merit(parts: dict[str, Part], widths: dict[str, int]) -> float:
     return score
 
 
-def _approx_parts(eps: float, delta: float, widths: dict[str, int]) -> tuple[dict[str, Part], float, float]:
+def _approx_parts(eps: float, delta: float, widths: dict[str, int], kinds: int):
     """Best of: all parts Gaussian, converted once (rho, delta_conversion) or all Laplace (rho = 0)."""
-    keys = [k for k in ("categories", "codes") if k in widths]
-    d_thr = {k: delta / 2 / len(keys) for k in keys}
-    dz = delta / 2 if keys else delta
+    keyed = any(k in widths for k in KEY_PARTS)
+    dz = delta / 2 if keyed else delta
     rho = approx_dp_to_zcdp(eps, dz)
-    gauss = {k: Part(k, "gaussian", w, c, d_thr.get(k, 0.0)) for (k, w), c in
-             zip(widths.items(), _split(rho, widths).values())}
-    lap = {k: Part(k, "laplace", w, c, delta / len(keys) if k in keys else 0.0) for (k, w), c in
-           zip(widths.items(), _split(eps, widths).values())}
-    if _merit(gauss, widths) <= _merit(lap, widths):
-        return gauss, rho, dz
-    return lap, 0.0, 0.0
+    gauss = _with_kinds(rho, "gaussian", widths, delta / 2 if keyed else 0.0, kinds)
+    lap = _with_kinds(eps, "laplace", widths, delta if keyed else 0.0, kinds)
+    if _merit(gauss[1], widths) <= _merit(lap[1], widths):
+        return gauss, rho, dz, delta / 2 if keyed else 0.0
+    return lap, 0.0, 0.0, delta if keyed else 0.0
 
 
 def plan_domain(
     widths: dict[str, int], epsilon: float, delta: float, *, accountant: BudgetAccountant | None = None,
-    later=(), label: str = "DP domain estimate", columns: dict[str, str] | None = None,
+    later=(), label: str = "DP domain estimate", columns: dict[str, str] | None = None, kinds: int = 0,
 ) -> DomainPlan:
     """Size and charge-mode of every part of a domain estimate, from public quantities only.
 
@@ -251,7 +296,9 @@ def plan_domain(
     ----------
     widths : dict
         Number of columns in each part (``"bins"``, ``"categories"``,
-        ``"codes"``, ``"tail"``); parts of width 0 are left out.
+        ``"codes"``, ``"tail"``); parts of width 0 are left out. With
+        ``kinds``, placeholders (public: e.g. every column in every part) until
+        :meth:`DomainPlan.split`.
     epsilon, delta : float
         The slice of the budget given to the domain.
     accountant : BudgetAccountant, optional
@@ -262,14 +309,14 @@ def plan_domain(
         Prefix of the budget-log targets.
     columns : dict, optional
         The columns of each part, as text for the budget log.
+    kinds : int, default=0
+        Number of columns whose kinds are measured first (a part of its own).
 
     Returns
     -------
     DomainPlan
     """
-    widths = {k: int(w) for k, w in widths.items() if w}
-    if delta <= 0:
-        widths = {k: w for k, w in widths.items() if k not in ("categories", "codes")}
+    widths = _widths(widths, delta)
     later = list(later)
     zcdp = (accountant is not None and delta > 0 and accountant.delta_zcdp > 0
             and any(r.kind == "zcdp" for r in later))
@@ -278,32 +325,40 @@ def plan_domain(
         rho = accountant.remaining_rho(reserve_epsilon=reserve) - sum(r.rho for r in later if r.kind == "zcdp")
         if rho > 0:
             count = Part("count", "gaussian", 1, COUNT_SHARE["zcdp"] * rho)
-            rest = _split(rho - count.cost, widths)
-            keys = [k for k in ("categories", "codes") if k in widths]
-            parts = {k: Part(k, "gaussian", w, rest[k], delta / len(keys) if k in keys else 0.0)
-                     for k, w in widths.items()}
-            return DomainPlan("zcdp", count, parts, epsilon, delta, rho=rho, label=label)
+            key_delta = delta if any(k in widths for k in KEY_PARTS) else 0.0
+            kind_part, parts, rest = _with_kinds(rho - count.cost, "gaussian", widths, key_delta, kinds)
+            return DomainPlan("zcdp", count, parts, epsilon, delta, rho=rho, label=label, kinds=kind_part,
+                              rest=rest, key_delta=key_delta)
     mode = "approx" if delta > 0 else "pure"
     count = Part("count", "laplace", 1, COUNT_SHARE[mode] * epsilon)
     eps_rest = epsilon - count.cost
     if mode == "pure":
-        parts = {k: Part(k, "laplace", w, c) for (k, w), c in zip(widths.items(), _split(eps_rest, widths).values())}
-        return DomainPlan(mode, count, parts, epsilon, delta, label=label)
-    parts, rho, dz = _approx_parts(eps_rest, delta, widths)
+        kind_part, parts, rest = _with_kinds(eps_rest, "laplace", widths, 0.0, kinds)
+        return DomainPlan(mode, count, parts, epsilon, delta, label=label, kinds=kind_part, rest=rest)
+    (kind_part, parts, rest), rho, dz, key_delta = _approx_parts(eps_rest, delta, widths, kinds)
     summary = None
     if rho:
-        what = "; ".join(f"{p} of {(columns or {}).get(p, '')}".strip() for p in parts)
-        # the Gaussian parts compose into one Gaussian mechanism of sensitivity sqrt(2 rho) in units of its noise
-        summary = BudgetRecord(
-            "zCDP composition, converted once", f"{label}: {what}", "approx", epsilon=eps_rest,
-            delta=delta, sensitivity=math.sqrt(2 * rho), noise_scale=1.0,
-            details={"rho": rho, "delta_conversion": dz, "sensitivity_unit": "noise sd (all parts composed)",
-                     "parts": [
-                {"part": p.name, "mechanism": "discrete gaussian" if not p.delta else "gaussian stability histogram",
-                 "l2_sensitivity": math.sqrt(p.width), "rho": p.cost, "noise_sd": p.sd, "threshold_delta": p.delta}
-                for p in parts.values()]})
+        summary = _summary(parts, kind_part, rho, dz, eps_rest, delta, label, columns)
     return DomainPlan(mode, count, parts, epsilon, delta, rho=rho, delta_conversion=dz, label=label,
-                      summary=summary)
+                      summary=summary, kinds=kind_part, rest=rest, key_delta=key_delta)
+
+
+def _summary(parts: dict[str, Part], kinds: Part | None, rho: float, dz: float, eps: float, delta: float,
+             label: str, columns: dict[str, str] | None) -> BudgetRecord:
+    """ONE (epsilon, delta) record for the Gaussian parts composed in zCDP and converted once."""
+    shown = ([kinds] if kinds else []) + ([] if kinds else list(parts.values()))
+    what = "; ".join(f"{p.name} of {(columns or {}).get(p.name, '')}".strip() for p in shown)
+    if kinds:
+        what += "; then, sized by the released kinds: " + ", ".join(parts)
+    details = {"rho": rho, "delta_conversion": dz, "sensitivity_unit": "noise sd (all parts composed)",
+               "parts": [{"part": p.name, "mechanism": "discrete gaussian" if not p.delta
+                          else "gaussian stability histogram", "l2_sensitivity": math.sqrt(p.width), "rho": p.cost,
+                          "noise_sd": p.sd, "threshold_delta": p.delta} for p in shown]}
+    if kinds:
+        details["parts"].append({"part": "the rest, split by the released kinds", "rho": rho - kinds.cost})
+    # the Gaussian parts compose into one Gaussian mechanism of sensitivity sqrt(2 rho) in units of its noise
+    return BudgetRecord("zCDP composition, converted once", f"{label}: {what}", "approx", epsilon=eps,
+                        delta=delta, sensitivity=math.sqrt(2 * rho), noise_scale=1.0, details=details)
 
 
 class DomainRun:
@@ -333,9 +388,18 @@ class DomainRun:
                                      delta_zcdp=plan.delta_conversion, cohort=self._main.cohort,
                                      noise=self._main.noise)
 
+    def split(self, widths: dict[str, int]) -> None:
+        """Size the parts after the kinds by the released kinds (:meth:`DomainPlan.split`)."""
+        self.plan = self.plan.split(widths)
+
+    @property
+    def parts_accountant(self) -> BudgetAccountant:
+        """Where the parts are charged: the summary's sub-accountant once opened, else the cohort's."""
+        return self._acc
+
     def histogram(self, counts: np.ndarray, name: str, what: str) -> np.ndarray:
         """Noisy integer counts of a part where each person is in one cell per column."""
-        part = self.plan.parts[name]
+        part = self.plan.kinds if name == "kinds" else self.plan.parts[name]
         kw = dict(noise=self.noise, accountant=self._acc, target=f"{self.plan.label}: {what}")
         if part.mechanism == "gaussian":
             return discrete_gaussian_mechanism(counts, l2_sensitivity=math.sqrt(part.width), rho=part.cost, **kw)

@@ -414,7 +414,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         return self._release_dtypes(frame)
 
     def _release_dtypes(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Release dtypes decided by the input dtypes and the schema (:func:`skdpsynth.base.release_dtype`).
+        """Release dtypes decided by the schema (:func:`skdpsynth._release.release_dtype`).
 
         Event columns are nullable exactly when the vocabulary has the unreleased state; learner columns follow
         the learner schema.
@@ -422,7 +422,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         events = event_specs(self.states_, self.event_columns_, nullable=self.n_states_ > len(self.states_))
         learners = list(self.learner_schema_.columns) if self.learner_schema_ is not None else []
         schema = TableSchema(tuple(events + learners))
-        cast = restore_dtypes(frame[list(schema.names)], {c: self.dtypes_[c] for c in schema.names}, schema)
+        cast = restore_dtypes(frame[list(schema.names)], schema)
         out = frame.copy()
         for c in schema.names:
             out[c] = cast[c].array
