@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
 from skdpsynth._release import release_dtype, restore_dtypes
 from skdpsynth.exceptions import (
     InvalidBudgetError,
+    InvalidParameterError,
     NotFittedError,
     PrivacyBudgetError,
     PrivacyLeakWarning,
@@ -52,6 +52,7 @@ from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schem
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.privacy._table import PrivateTable
 from skdpsynth.schema import TableSchema, infer_schema, resolve_schema
+from skdpsynth.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils._validation import check_n_samples, check_table
 
@@ -237,7 +238,8 @@ class BaseSynthesizer(BaseEstimator, ABC):
     def _check_request(self) -> None:
         """Parameters and budget, validated before any data is read or any budget spent."""
         try:
-            self._validate_params()
+            validate_parameter_constraints(self._parameter_constraints, self.get_params(deep=False),
+                                           caller_name=type(self).__name__)
         except InvalidParameterError as exc:
             if "'epsilon'" in str(exc) or "'delta'" in str(exc):
                 raise InvalidBudgetError(str(exc)) from None

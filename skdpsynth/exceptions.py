@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
-from sklearn.utils._param_validation import InvalidParameterError
 
 __all__ = [
     "SkdpsynthError",
+    "InvalidParameterError",
     "PrivacyBudgetError",
     "InvalidBudgetError",
     "SchemaError",
@@ -18,6 +18,14 @@ __all__ = [
 
 class SkdpsynthError(Exception):
     """Base class of every error raised by skdpsynth."""
+
+
+class InvalidParameterError(SkdpsynthError, ValueError, TypeError):
+    """A constructor parameter of the wrong type or value (raised by ``fit`` before any data are read).
+
+    A ``ValueError`` and a ``TypeError``, as scikit-learn's error of the same name;
+    the message names the parameter, what it must be and the value given.
+    """
 
 
 class PrivacyBudgetError(SkdpsynthError, ValueError):

@@ -8,12 +8,11 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.utils.estimator_checks import check_param_validation
+from skdpsynth.synthesizers._aim_domain import compress_column, expand_codes
 
 from skdpsynth import MSTSynthesizer, PrivacyBudgetError, TableSchema
 from skdpsynth._grid import PublicGrid
 from skdpsynth.synthesizers._aim import AIMSynthesizer
-from skdpsynth.synthesizers._aim_domain import compress_column, expand_codes
 from skdpsynth.synthesizers._aim_pairs import all_pair_marginals
 from skdpsynth.synthesizers._aim_selection import (
     candidates_from_workload,
@@ -23,7 +22,7 @@ from skdpsynth.synthesizers._aim_selection import (
 )
 from skdpsynth.synthesizers._graphical_model import MarkovModel, Measurement, combine, estimate
 from skdpsynth.synthesizers._junction_tree import build_junction_tree, grow, grow_cells
-from skdpsynth.utils.estimator_checks import check_synthesizer
+from skdpsynth.utils.estimator_checks import check_param_validation, check_synthesizer
 
 LEVELS = np.array(["p", "q", "r", "s"], dtype=object)
 CHAIN_SCHEMA = TableSchema.from_dict({k: {"kind": "categorical", "categories": list(LEVELS), "nullable": False}

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.utils.estimator_checks import check_estimator, check_param_validation
+from sklearn.utils.estimator_checks import check_estimator
 
 from skdpsynth import (
     CTGANSynthesizer,
@@ -19,7 +19,7 @@ from skdpsynth import (
 )
 from skdpsynth.privacy import NoiseSource
 from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
-from skdpsynth.utils.estimator_checks import check_synthesizer
+from skdpsynth.utils.estimator_checks import check_param_validation, check_synthesizer
 
 
 @pytest.fixture(autouse=True)

@@ -383,7 +383,7 @@ def test_check_estimator_applicable_checks(cohorts, schema):
 
 def test_declared_parameters_are_validated():
     """scikit-learn's check_param_validation: one constraint per parameter, each enforced before any work."""
-    from sklearn.utils.estimator_checks import check_param_validation
+    from skdpsynth.utils.estimator_checks import check_param_validation
 
     check_param_validation("CAPSSynthesizer", CAPSSynthesizer(**{**TINY, "target": "y"}, epsilon=None,
                                                                random_state=0))

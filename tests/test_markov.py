@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import check_estimator, check_param_validation
+from sklearn.utils.estimator_checks import check_estimator
 
 from skdpsynth.datasets import make_clickstream, make_knowledge_tracing
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.schema import TableSchema
 from skdpsynth.synthesizers import DPHistSeqSynthesizer, DPMarkovSynthesizer
 from skdpsynth.synthesizers._sequence_data import transition_frequencies
-from skdpsynth.utils.estimator_checks import check_synthesizer
+from skdpsynth.utils.estimator_checks import check_param_validation, check_synthesizer
 
 COLS = {"id_column": "learner_id", "order_column": "position", "event_columns": "activity"}
 

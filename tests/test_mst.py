@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.utils.estimator_checks import check_estimator, check_param_validation
+from sklearn.utils.estimator_checks import check_estimator
 
 from skdpsynth import MSTSynthesizer, PrivacyBudgetError, TableSchema
 from skdpsynth.privacy import NoiseSource, project_to_simplex, zcdp_to_approx_dp
 from skdpsynth.synthesizers._mst_estimation import project_table, sample_tree, tree_order
 from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
-from skdpsynth.utils.estimator_checks import check_synthesizer
+from skdpsynth.utils.estimator_checks import check_param_validation, check_synthesizer
 
 
 def _chain(n, rng):

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import check_estimator, check_param_validation
+from sklearn.utils.estimator_checks import check_estimator
 
 from skdpsynth import NPGCSynthesizer, PrivacyBudgetError, SchemaError, TableSchema
 from skdpsynth.privacy import NoiseSource, project_to_simplex
@@ -25,7 +25,7 @@ from skdpsynth.synthesizers._npgc_dependence import (
     nearest_correlation,
     public_numerator,
 )
-from skdpsynth.utils.estimator_checks import check_synthesizer
+from skdpsynth.utils.estimator_checks import check_param_validation, check_synthesizer
 
 # ------------------------------------------------------------------------------------------ helpers
 

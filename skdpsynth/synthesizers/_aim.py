@@ -12,7 +12,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
@@ -35,6 +34,7 @@ from skdpsynth.synthesizers._aim_selection import (
 from skdpsynth.synthesizers._decoding import FineDecoder
 from skdpsynth.synthesizers._graphical_model import Measurement, combine, estimate
 from skdpsynth.synthesizers._junction_tree import build_junction_tree, grow, grow_cells
+from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["AIMSynthesizer"]
 

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from skdpsynth.base import BaseTabularSynthesizer, FitContext, TableInput
 from skdpsynth.exceptions import SchemaError
@@ -40,6 +39,7 @@ from skdpsynth.privacy._postprocess import normalise_counts
 from skdpsynth.schema import ColumnSpec, TableSchema, resolve_schema
 from skdpsynth.synthesizers._caps_privacy import CyclePrivacy, dpsgd_report
 from skdpsynth.synthesizers._caps_surrogate import check_public_frame, public_rows
+from skdpsynth.utils._param_validation import Interval, StrOptions
 from skdpsynth.utils._random import check_random_state, torch_seed
 
 __all__ = ["CAPSSynthesizer"]

@@ -7,11 +7,11 @@ from numbers import Integral
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import seconds_to_datetime
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.privacy import PrivateTable
+from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["CTGANSynthesizer", "TVAESynthesizer"]
 

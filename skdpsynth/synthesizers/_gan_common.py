@@ -16,9 +16,9 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
+from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["GridEncoder", "init_from_numpy", "BlockGenerator", "make_generator", "make_discriminator", "generate",
            "check_hidden_dims", "progress", "GAN_CONSTRAINTS", "POSITIVE_INT", "POSITIVE_REAL"]

@@ -7,7 +7,6 @@ from numbers import Integral
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
@@ -15,6 +14,7 @@ from skdpsynth.exceptions import SchemaError
 from skdpsynth.privacy import geometric_mechanism, project_to_simplex
 from skdpsynth.privacy._domain import column_kind_from_dtype
 from skdpsynth.schema import resolve_schema
+from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["DPHistogramSynthesizer"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.privacy._mechanisms import geometric_mechanism
+from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["DPMarginalsSynthesizer"]
 

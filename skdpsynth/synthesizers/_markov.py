@@ -5,12 +5,12 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth.privacy import normalise_counts
 from skdpsynth.synthesizers._sequence import BaseSequenceSynthesizer
 from skdpsynth.synthesizers._sequence_data import EventRoles
 from skdpsynth.synthesizers._sequence_docs import OUTPUT_DOC, PARAMS_DOC
+from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["DPMarkovSynthesizer"]
 

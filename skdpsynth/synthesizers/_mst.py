@@ -11,7 +11,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
@@ -25,6 +24,7 @@ from skdpsynth.privacy import (
 )
 from skdpsynth.synthesizers._decoding import FineDecoder
 from skdpsynth.synthesizers._mst_estimation import estimate_tree_model, sample_tree
+from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["MSTSynthesizer"]
 

@@ -14,7 +14,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.privacy._accounting import BudgetRecord, approx_dp_to_zcdp
@@ -36,6 +35,7 @@ from skdpsynth.synthesizers._npgc_marginals import (
     probabilities,
 )
 from skdpsynth.synthesizers._npgc_tables import TABLE_SHARE, TableForest, candidate_pairs, release_tables
+from skdpsynth.utils._param_validation import Interval, StrOptions
 
 __all__ = ["NPGCSynthesizer", "NPGCColumnCells", "build_cells"]
 

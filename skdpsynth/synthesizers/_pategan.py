@@ -7,7 +7,6 @@ from numbers import Real
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
@@ -23,6 +22,7 @@ from skdpsynth.synthesizers._gan_common import (
     make_generator,
     progress,
 )
+from skdpsynth.utils._param_validation import Interval
 from skdpsynth.utils._random import torch_seed
 
 __all__ = ["PATEGANSynthesizer"]

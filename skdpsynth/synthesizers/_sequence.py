@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth._release import restore_dtypes
@@ -55,6 +54,7 @@ from skdpsynth.synthesizers._sequence_domain import (
     record_schema_privacy,
     vocabulary_advice,
 )
+from skdpsynth.utils._param_validation import Interval, StrOptions
 
 __all__ = ["BaseSequenceSynthesizer"]
 

@@ -18,8 +18,9 @@ from sklearn.base import clone
 
 from skdpsynth.privacy._accounting import compose
 from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.utils._param_validation import check_param_validation
 
-__all__ = ["check_synthesizer", "SYNTHESIZER_CHECKS"]
+__all__ = ["check_synthesizer", "SYNTHESIZER_CHECKS", "check_param_validation"]
 
 
 def _fit(est, X):
