@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import json
 import math
 import os
@@ -40,8 +41,8 @@ import pandas as pd
 from skdpsynth.exceptions import SchemaError, SkdpsynthError
 from skdpsynth.schema import TableSchema
 
-__all__ = ["InputError", "read_table", "read_schema", "check_output", "budget_path", "TableWriter", "write_table",
-           "write_json", "json_safe", "dumps_json", "print_stdout", "table_format"]
+__all__ = ["InputError", "read_table", "read_schema", "check_output", "budget_path", "sha256_of", "TableWriter",
+           "write_table", "write_json", "json_safe", "dumps_json", "print_stdout", "table_format"]
 
 _CSV = {".csv": ",", ".tsv": "\t", ".txt": None}
 _PARQUET = (".parquet", ".pq")
@@ -399,6 +400,15 @@ def budget_path(output: str | os.PathLike) -> Path:
     ``o.csv`` and ``o.parquet`` never share one)."""
     output = Path(output)
     return output.with_name(output.name + ".budget.json")
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file, read in blocks (the budget record names the exact file it describes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class TableWriter:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from skdpsynth import __version__
 from skdpsynth._command import EXIT_OK, say
-from skdpsynth._io import budget_path, check_output, read_schema, read_table, write_json
+from skdpsynth._io import budget_path, check_output, read_schema, read_table, sha256_of, write_json
 from skdpsynth._synthesize import in_cli_words, spend_fields
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError, SkdpsynthError
 from skdpsynth.privacy import compose
@@ -76,7 +76,7 @@ def _write_record(log: list, args: argparse.Namespace, out: Path, record: Path, 
                 "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                 "command": "schema draft", "status": "drafted" if released else "refused after spending (no draft)",
                 "params": {"epsilon": args.epsilon, "delta": args.delta},
-                "schema": {"file": out.name if released else None},
+                "schema": {"file": out.name, "sha256": sha256_of(out)} if released else None,
                 **spend_fields(spent, log)}, record, overwrite=args.force)
     return spent.epsilon
 

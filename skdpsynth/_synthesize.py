@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import hashlib
 import inspect
 import shlex
 import sys
@@ -26,7 +25,16 @@ from tqdm.auto import tqdm
 
 from skdpsynth import __version__
 from skdpsynth._command import say as _say
-from skdpsynth._io import TableWriter, budget_path, check_output, read_schema, read_table, table_format, write_json
+from skdpsynth._io import (
+    TableWriter,
+    budget_path,
+    check_output,
+    read_schema,
+    read_table,
+    sha256_of,
+    table_format,
+    write_json,
+)
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError, SkdpsynthError
 from skdpsynth.privacy import PrivacySpent
 from skdpsynth.privacy._domain import DRAFT_COMMAND
@@ -210,11 +218,7 @@ def _write_release(synth: Any, n: int, out: Path, sep: str | None, overwrite: bo
         for part in synth.sample_batches(n, batch_size=batch):
             writer.write(part)
             bar.update(len(part))
-    digest = hashlib.sha256()
-    with open(out, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_of(out)
 
 
 def spend_fields(spent: PrivacySpent, budget_log: Any) -> dict[str, Any]:

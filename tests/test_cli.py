@@ -648,6 +648,7 @@ def test_dp_draft_writes_its_budget_record_and_confirms_without_accepting(files,
     record = _strict((files / "d.json.budget.json").read_text())
     assert 0 < record["privacy_spent"]["epsilon"] <= 4 and record["privacy_spent"]["is_private"]
     assert record["budget_log"] and record["schema"]["file"] == "d.json"
+    assert record["schema"]["sha256"] == hashlib.sha256((files / "d.json").read_bytes()).hexdigest()
     code, _, err = run(capsys, ["schema", "confirm", str(files / "d.json"), "-o", str(files / "c.json")])
     assert code == 0, err
     assert TableSchema.from_json(files / "c.json").public
@@ -659,7 +660,7 @@ def test_dp_draft_that_refuses_after_spending_leaves_its_budget_record(files, ca
     assert code == 2 and "budget record written" in err and not (files / "d.json").exists()
     assert f"schema draft {files / 'data.csv'} --raw -o draft.json" in err and "schema=schema.json" not in err
     record = _strict((files / "d.json.budget.json").read_text())
-    assert record["schema"]["file"] is None and 0 < record["privacy_spent"]["epsilon"] <= 0.01
+    assert record["schema"] is None and 0 < record["privacy_spent"]["epsilon"] <= 0.01
 
 
 # --------------------------------------------------------------------------- helpers

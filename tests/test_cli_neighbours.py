@@ -34,6 +34,7 @@ EXTREME = {
     "text in a number": {"age": "unknown", "course": "math", "enrolled": "2021-09-06", "outcome": "pass"},
     "non-ISO date": {"age": "20", "course": "math", "enrolled": "06/09/2021", "outcome": "pass"},
     "fraction in integers": {"age": "30.5", "course": "math", "enrolled": "2021-09-06", "outcome": "pass"},
+    "missing in integers": {"age": "", "course": "math", "enrolled": "2021-09-06", "outcome": "pass"},
 }
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import hashlib
 import inspect
 import json
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from skdpsynth._command import EXIT_OK, EXIT_REJECTED
-from skdpsynth._io import InputError, check_output, dumps_json, print_stdout, read_schema, read_table
+from skdpsynth._io import InputError, check_output, dumps_json, print_stdout, read_schema, read_table, sha256_of
 from skdpsynth.audit._auditor import ReleaseAuditor, pearl_checks
 from skdpsynth.audit._ledger import Ledger
 
@@ -154,14 +153,6 @@ def _check_names(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> A
 
 
 # --------------------------------------------------------------------------- the budget record
-def _sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_budget(path: str | Path, synthetic: str | Path) -> dict[str, Any]:
     """Read ``synthesize``'s budget record and check that it describes the audited file."""
     path = Path(path)
@@ -177,7 +168,7 @@ def read_budget(path: str | Path, synthetic: str | Path) -> dict[str, Any]:
         raise InputError(f"--budget {str(path)!r} is not a budget record of 'skdpsynth synthesize' (no "
                          "privacy_spent).")
     expected = (record.get("release") or {}).get("sha256")
-    if expected and expected != _sha256(synthetic):
+    if expected and expected != sha256_of(synthetic):
         raise InputError(f"--budget {str(path)!r} describes another release ({record['release'].get('file')!r}); "
                          "give the budget record written with this --synthetic file.")
     return record
