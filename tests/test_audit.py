@@ -520,8 +520,8 @@ def test_misspelled_columns_and_classes_name_what_is_available(students):
     ]
     synth = _Recorder(oracle)
     for checks, wrong, suggestion in cases:
-        with pytest.raises(UnknownColumnError) as err:
-            ReleaseAuditor(checks).audit(synth, X_train=train, X_holdout=holdout)
+        with pytest.raises(UnknownColumnError) as err:  # classes are suggested from the public schema only
+            ReleaseAuditor(checks, schema=student_schema()).audit(synth, X_train=train, X_holdout=holdout)
         msg = str(err.value)
         assert wrong in msg and f"did you mean {suggestion}" in msg, msg
         assert "'attendance'" in msg or "'enrolled'" in msg  # the available columns / classes are listed

@@ -239,3 +239,15 @@ def test_no_import_circle_and_no_function_local_import_of_a_sibling(folder, pack
         local = [n.module for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for n in ast.walk(f)
                  if isinstance(n, ast.ImportFrom) and (n.module or "").removeprefix(package) in files]
         assert local == [], name
+
+
+def test_an_unknown_positive_class_quotes_no_holdout_value():
+    train, holdout = make_students(50, 50), make_students(50, 51)
+    holdout.loc[0, "outcome"] = "secret-label"
+    check = FairnessCheck(target="outcome", protected="group", positive="secret-labe")
+    with pytest.raises(ValueError, match="not quoted") as err:  # values read from the holdout
+        ReleaseAuditor([("fairness", check)]).audit(synthetic=train, X_train=train, X_holdout=holdout)
+    assert "secret" not in str(err.value).replace("'secret-labe'", "")
+    with pytest.raises(ValueError, match="graduate"):  # the schema's categories are public
+        ReleaseAuditor([("fairness", check)], schema=student_schema()).audit(
+            synthetic=train, X_train=train, X_holdout=holdout)

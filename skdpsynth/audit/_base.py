@@ -242,13 +242,23 @@ def require_columns(check: Any, frame: pd.DataFrame, roles: dict[str, Any]) -> N
         raise UnknownColumnError(f"{type(check).__name__}: " + "; ".join(problems) + f". Available columns: {shown}.")
 
 
-def require_label(check: Any, label: Any, values: Iterable[Any], *, role: str, column: str) -> None:
-    """Raise :class:`UnknownColumnError` when ``label`` is not among ``values`` (compared as text)."""
+def require_label(check: Any, label: Any, values: Iterable[Any], *, role: str, column: str,
+                  public: bool = True) -> None:
+    """Raise :class:`UnknownColumnError` when ``label`` is not among ``values`` (compared as text).
+
+    ``public=False``: the values were read from confidential rows; the message
+    then quotes none of them (nor a close match).
+    """
     values = sorted({str(v) for v in values})
-    if str(label) not in values:
+    if str(label) in values:
+        return
+    if not public:
         raise UnknownColumnError(
-            f"{type(check).__name__}: {role} {label!r} is not a value of {column!r}; {_suggest(label, values)}"
-            f"its values: {values[:40]}.")
+            f"{type(check).__name__}: {role} {label!r} is not a value of {column!r} in the holdout (its values are "
+            "confidential and not quoted); give a schema that lists the column's categories to see them.")
+    raise UnknownColumnError(
+        f"{type(check).__name__}: {role} {label!r} is not a value of {column!r}; {_suggest(label, values)}"
+        f"its values: {values[:40]}.")
 
 
 class BaseCheck(BaseEstimator, ABC):

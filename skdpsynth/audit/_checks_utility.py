@@ -236,8 +236,9 @@ class FairnessCheck(BaseCheck):
         require_columns(self, holdout, {"target": self.target, "protected": self.protected})
         if self.positive is not None:
             spec = schema[self.target] if schema is not None and self.target in schema else None
-            values = spec.categories if spec is not None and spec.categories else holdout[self.target].dropna()
-            require_label(self, self.positive, values, role="positive class", column=self.target)
+            public = spec is not None and bool(spec.categories)
+            values = spec.categories if public else holdout[self.target].dropna()
+            require_label(self, self.positive, values, role="positive class", column=self.target, public=public)
 
     def _threshold(self) -> dict:
         return {"max_gap": self.max_gap, "min_recall": self.min_recall, "min_support": self.min_support}
