@@ -87,6 +87,7 @@ def load_oulad(
             the presentations present, in chronological order (2013B, 2013J, 2014B,
             2014J): successive cohorts, e.g. ``frame[frame.code_presentation == c]``.
         ``description``
+            a short text on the data set and its source.
     """
     mods = _check_modules(module)
     folder, main = resolve_folder("oulad", path=path, data_home=data_home, download=download)
