@@ -31,7 +31,7 @@ from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.privacy import BudgetRecord, normalise_counts
 from skdpsynth.privacy._clipping import ClipTally, clip_cost, release_clip_counts, warn_clipped_exactly
 from skdpsynth.privacy._domain import drop_unreleased_categories
-from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism
+from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism, geometric_variance
 from skdpsynth.schema import TableSchema, resolve_schema
 from skdpsynth.synthesizers._sequence_data import (
     EventRoles,
@@ -59,6 +59,8 @@ from skdpsynth.utils._param_validation import Interval, StrOptions
 __all__ = ["BaseSequenceSynthesizer"]
 
 _SHARE = [Interval(Real, 0, 1, closed="neither")]
+#: a warning about the data fires when a noisy total passes what noise alone crosses once in this many fits
+_FALSE_ALARM = 10_000
 _POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
 
 
@@ -222,16 +224,19 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         if ctx.first:
             self._fit_domain(data, plan, ctx)
         record_schema_privacy(self.learner_schema_, ctx)
-        rows, lengths = data.truncated(int(self.max_length))
+        rows, lengths = data.truncated(int(self.max_length))  # public bound, stated in the model's budget record
         cells, labels, keep = self._encode_learners(data.learners)
-        if not keep.all():  # learners whose label the DP domain did not release are left out
-            rows, lengths = rows[np.repeat(keep, lengths)], lengths[keep]
+        # learners whose label the DP domain did not release are left out (counted with noise in _measure_learners)
+        rows, lengths = rows[np.repeat(keep, lengths)], lengths[keep]
         states = self._encode_events(data.events.iloc[rows])
-        self._measure_learners(cells, labels, lengths, plan, ctx)
+        self._measure_learners(cells, labels, lengths, plan, ctx, left_out=int((~keep).sum()))
         exact = self._exact_model_counts(states, lengths, labels)
-        self._add_model_counts(self._measure(exact, part="model", what=f"{self._model_name} per label",
-                                             sensitivity=float(self._model_sensitivity()), plan=plan, ctx=ctx),
-                               ctx.first)
+        sensitivity = float(self._model_sensitivity())
+        noisy = self._measure(exact, part="model", what=f"{self._model_name} per label (each learner's first "
+                              f"max_length={int(self.max_length)} events; longer sequences are truncated)",
+                              sensitivity=sensitivity, plan=plan, ctx=ctx)
+        self._warn_unreleased_events(noisy, sensitivity, plan)
+        self._add_model_counts(noisy, ctx.first)
         self._finalise()
 
     def _fixed_learner_schema(self, first: bool) -> TableSchema | None:
@@ -268,9 +273,12 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
                                                 label=type(self).__name__, stacklevel=6, **cost)
 
     def _measure_learners(self, cells: np.ndarray, labels: np.ndarray, lengths: np.ndarray, plan: _Plan | None,
-                          ctx: FitContext) -> None:
+                          ctx: FitContext, left_out: int = 0) -> None:
         """The group histogram (label and static cells) and the per-label length histogram; sets ``n_estimate_``.
 
+        When the label's categories were estimated under DP, the group histogram has one more cell: the learners
+        left out because their label was not released (each learner is still in one cell: sensitivity 1, no extra
+        cost). A warning says so only when that noisy cell stands clear of the noise (:meth:`_warn_above_noise`).
         Every kept learner is in one cell of each histogram, so each noisy total estimates the cohort's size;
         ``n_estimate_`` weighs the two by the inverse of their noise variance (post-processing, from public
         parameters): on OULAD AAA at epsilon 1 the 4-cell label histogram's total is about twice as tight as
@@ -279,8 +287,17 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         totals = []
         if self.learner_schema_ is not None:
             exact = np.bincount(cells, minlength=self._group_cells())
-            noisy = self._measure(exact, part="groups", what="group histogram (label and static columns per learner)",
+            extra = self._label_leaves_out()
+            what = "group histogram (label and static columns per learner" + (
+                "; one cell for learners whose label was not released)" if extra else ")")
+            noisy = self._measure(np.append(exact, left_out) if extra else exact, part="groups", what=what,
                                   sensitivity=1.0, plan=plan, ctx=ctx)
+            if extra:
+                noisy, dropped = noisy[:-1], noisy[-1]
+                self._warn_above_noise(
+                    dropped, self._cell_variance("groups", plan), f"learners whose {self.label_column!r} was not "
+                    "released by the DP domain estimate are left out of the model", "a noisy count from the group "
+                    "histogram")
             self.group_counts_ = noisy if ctx.first else self.group_counts_ + noisy
             totals.append((noisy.sum(), noisy.size * self._cell_variance("groups", plan)))
         nb = len(self.length_edges_) - 1
@@ -294,14 +311,39 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         estimate = float(np.dot(weights, [t for t, _ in totals]) / weights.sum())
         self.n_estimate_ = max(int(round(estimate)), 1)
 
-    def _cell_variance(self, part: str, plan: _Plan | None) -> float:
-        """Noise variance of one count of measurement ``part`` (sensitivity 1; public: from the plan)."""
+    def _cell_variance(self, part: str, plan: _Plan | None, sensitivity: float = 1.0) -> float:
+        """Noise variance of one count of measurement ``part`` (public: from the plan and the sensitivity)."""
         if plan is None:
             return 0.0
-        if self.mechanism == "geometric":  # discrete Laplace of scale 1 / epsilon: 2 p / (1 - p)^2, p = e^-epsilon
-            p = np.exp(-plan.measurements[part])
-            return float(2 * p / (1 - p) ** 2)
-        return 1.0 / (2 * plan.measurements[part])  # discrete Gaussian, sigma^2 = 1 / (2 rho) at most
+        if self.mechanism == "geometric":
+            return geometric_variance(sensitivity, plan.measurements[part])
+        return sensitivity**2 / (2 * plan.measurements[part])  # discrete Gaussian, sigma^2 = s^2 / (2 rho) at most
+
+    def _label_leaves_out(self) -> bool:
+        """Whether learners may be left out: a categorical label whose categories were estimated (public)."""
+        if self.label_column is None or resolve_schema(self.schema) is not None:
+            return False
+        return self.learner_schema_[self.label_column].kind == "categorical"
+
+    def _warn_above_noise(self, noisy_total: float, variance: float, what: str, source: str) -> None:
+        """Warn ``what``, with the noisy total and its ``source``, when that total stands clear of its noise.
+
+        Post-processing of a DP answer, so the warning is as private as the count. The threshold, ``sqrt(2 log F)``
+        noise sds with ``F = _FALSE_ALARM``, is rarely passed by noise alone (below ``1 / F`` for Gaussian noise,
+        about 1e-3 for one discrete Laplace cell). Without privacy (variance 0) any positive count warns.
+        """
+        if noisy_total > np.sqrt(2 * np.log(_FALSE_ALARM)) * np.sqrt(variance):
+            warnings.warn(f"{what}: about {max(float(noisy_total), 0.0):.0f} ({source}).", UserWarning, stacklevel=6)
+
+    def _warn_unreleased_events(self, noisy: np.ndarray, sensitivity: float, plan: _Plan | None) -> None:
+        """Under a DP-discovered vocabulary, warn when the noisy model counts hold events of the unreleased state."""
+        if self.n_states_ == len(self.states_):
+            return
+        column = noisy[..., len(self.states_)]  # the model's last axis is the next state / the event
+        self._warn_above_noise(
+            column.sum(), column.size * self._cell_variance("model", plan, sensitivity),
+            f"events in {self.event_columns_} whose value was not released by the DP vocabulary are kept as one "
+            "'unreleased' state (written as missing values on sample)", f"a noisy total of the {self._model_name}")
 
     def _fit_domain(self, data: SequenceData, plan: _Plan | None, ctx: FitContext) -> None:
         """First cohort: the vocabulary, the label/static domain and the public bins."""
@@ -334,13 +376,10 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         self._check_size(self.n_groups_, self.n_states_)
 
     def _encode_events(self, events: pd.DataFrame) -> np.ndarray:
+        """State codes; events outside a DP-discovered vocabulary become the unreleased state (no warning here:
+        whether there are any is told from the noisy counts, :meth:`_warn_unreleased_events`)."""
         states = encode_states(events, self.states_)
-        unknown = states < 0
-        if unknown.any():  # only possible with a DP-discovered vocabulary
-            warnings.warn(
-                f"events in {self.event_columns_} whose value was not released by the DP vocabulary are kept as one "
-                "'unreleased' state (written as missing values on sample).", UserWarning, stacklevel=5)
-            states[unknown] = len(self.states_)
+        states[states < 0] = len(self.states_)  # only possible with a DP-discovered vocabulary
         return states
 
     def _encode_learners(self, learners: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -357,9 +396,6 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
             label = self.learner_schema_[self.label_column] if self.label_column is not None else None
             if label is not None and label.kind == "categorical":
                 keep = learners[label.name].astype(object).isin(label.categories).to_numpy()
-                if not keep.all():
-                    warnings.warn(f"learners whose {label.name!r} was not released by the DP domain estimate are "
-                                  "left out of the model.", UserWarning, stacklevel=5)
                 learners = learners[keep]
             learners = drop_unreleased_categories(learners, self.learner_schema_)
         codes = self.learner_grid_.encode(self.learner_schema_._validate_for_fit(learners)[0])  # counted above

@@ -7,6 +7,7 @@ All privacy noise comes from :mod:`skdpsynth.privacy`.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -19,12 +20,20 @@ from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
 from skdpsynth.privacy._domain import DomainEstimateError, estimate_schema, plan_schema_cost
 from skdpsynth.privacy._domain_plan import DomainPlan, DomainRun, Part, plan_domain
+from skdpsynth.privacy._mechanisms import stability_histogram
+from skdpsynth.privacy._partition import (
+    WEIGHT_SCALE,
+    bounded_key_counts,
+    bounded_key_weights,
+    weighted_gaussian_selection,
+    weighted_gaussian_threshold,
+)
 from skdpsynth.schema import TableSchema, infer_schema
 from skdpsynth.synthesizers._sequence_data import encode_states, state_sort_key
 
-__all__ = ["DomainBudget", "bounded_state_counts", "cohort_budget", "discover_vocabulary", "domain_slice",
+__all__ = ["DomainBudget", "VocabularyRelease", "cohort_budget", "discover_vocabulary", "domain_slice",
            "learner_domain", "model_budget", "plan_domain_budget", "record_schema_privacy", "vocabulary_advice",
-           "vocabulary_part", "vocabulary_threshold"]
+           "vocabulary_part", "vocabulary_release", "vocabulary_threshold"]
 
 #: larger domain shares a refusal of the vocabulary considers, smallest first
 ADVICE_SHARES = (0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
@@ -155,8 +164,35 @@ def vocabulary_part(budget: tuple[float, float], later: Sequence[BudgetRecord], 
     return plan.parts["categories"], plan
 
 
-def vocabulary_threshold(est, learners: pd.DataFrame | None, mechanism: str, share: float) -> tuple[int, float]:
-    """(release threshold, noise sd) of the vocabulary of sequence synthesizer ``est`` under these settings.
+@dataclass(frozen=True)
+class VocabularyRelease:
+    """What a state needs to be released, in the units of its noisy score (public: from the plan).
+
+    Under the Gaussian plan the score is a weight: each learner spreads L2 norm
+    1 over the distinct states they count, ``1 / sqrt(d)`` on each of ``d``
+    (:func:`~skdpsynth.privacy._partition.weighted_gaussian_selection`); under
+    the Laplace one it is a count of learners (the stability histogram).
+    ``per_learner`` is the least one learner who visits a state adds to its
+    score (``1 / sqrt(k)`` or 1).
+    """
+
+    threshold: float
+    sd: float
+    per_learner: float
+
+
+def vocabulary_release(part: Part, max_contrib: int) -> VocabularyRelease:
+    """The release rule of the vocabulary's planned ``part`` with ``max_contrib`` states per learner."""
+    k = int(max_contrib)
+    if part.mechanism == "gaussian":
+        sd = 1.0 / math.sqrt(2 * part.cost)
+        tau = weighted_gaussian_threshold(k, WEIGHT_SCALE * sd, part.delta) / WEIGHT_SCALE
+        return VocabularyRelease(tau, sd, 1.0 / math.sqrt(k))
+    return VocabularyRelease(float(part.release_threshold), part.sd, 1.0)
+
+
+def vocabulary_threshold(est, learners: pd.DataFrame | None, mechanism: str, share: float) -> VocabularyRelease:
+    """The vocabulary's release rule (:class:`VocabularyRelease`) for sequence synthesizer ``est`` under these settings.
 
     Public quantities only (the parameters, the label/static columns' names
     and dtypes): what a first cohort's vocabulary release would need with
@@ -168,7 +204,7 @@ def vocabulary_threshold(est, learners: pd.DataFrame | None, mechanism: str, sha
     acc = BudgetAccountant(est.epsilon, est.delta, delta_zcdp=dz)
     domain, _, _ = cohort_budget(est, acc, learners, (True, learners is not None), mechanism, share)
     part, _ = vocabulary_part(domain.vocabulary, domain.vocabulary_later, acc, int(est.max_states_per_learner))
-    return part.release_threshold, part.sd
+    return vocabulary_release(part, int(est.max_states_per_learner))
 
 
 def vocabulary_advice(est, learners: pd.DataFrame | None, n_hat: int) -> str:
@@ -176,9 +212,10 @@ def vocabulary_advice(est, learners: pd.DataFrame | None, n_hat: int) -> str:
 
     ``n_hat`` is a DP figure (a low estimate from the noisy count of learners).
 
-    A setting "works" when a state visited by half of the learners reaches
+    A setting "works" when a state visited by half of the learners, each
+    counting ``max_states_per_learner`` states (the public worst case), reaches
     the release threshold with probability about 84% or more (threshold plus
-    one noise sd at most ``n_hat / 2``). For each mechanism (the current one,
+    one noise sd at most what they add). For each mechanism (the current one,
     ``"gaussian"``: the vocabulary then composes in zCDP with the model) and
     each label/static domain (estimated, or a public schema: the vocabulary
     then gets the whole domain share), the smallest working ``domain_share``
@@ -193,9 +230,9 @@ def vocabulary_advice(est, learners: pd.DataFrame | None, n_hat: int) -> str:
             for share in (s for s in (est.domain_share, *ADVICE_SHARES) if s >= est.domain_share):
                 if (mechanism, with_learners, share) == (est.mechanism, estimated, est.domain_share):
                     continue  # the setting that was refused
-                threshold, sd = vocabulary_threshold(est, learners if with_learners else None, mechanism, share)
-                if threshold + sd <= half:
-                    fixes.append(_setting(est, mechanism, share, estimated and not with_learners, learners, threshold))
+                rule = vocabulary_threshold(est, learners if with_learners else None, mechanism, share)
+                if rule.threshold + rule.sd <= half * rule.per_learner:
+                    fixes.append(_setting(est, mechanism, share, estimated and not with_learners, learners, rule))
                     break
     lead = (f"For {max(n_hat, 0):,} learners (a low estimate from that count), a state visited by half of them "
             "would be released with: "
@@ -207,7 +244,8 @@ def vocabulary_advice(est, learners: pd.DataFrame | None, n_hat: int) -> str:
             "documentation), which costs no budget.")
 
 
-def _setting(est, mechanism: str, share: float, schema: bool, learners: pd.DataFrame | None, threshold: int) -> str:
+def _setting(est, mechanism: str, share: float, schema: bool, learners: pd.DataFrame | None,
+             rule: VocabularyRelease) -> str:
     """One working setting, as the user would write it, with what it costs."""
     parts = []
     if mechanism != est.mechanism:
@@ -216,7 +254,8 @@ def _setting(est, mechanism: str, share: float, schema: bool, learners: pd.DataF
         parts.append(f"domain_share={share:g}")
     if schema:
         parts.append(f"schema= with the public categories of {list(learners.columns)}")
-    notes = [f"a state needs about {threshold:,} learners"]
+    notes = [f"a state needs about {math.ceil(rule.threshold / rule.per_learner):,} learners who each visit "
+             f"{est.max_states_per_learner} states"]
     if mechanism == "gaussian" and est.mechanism != "gaussian":
         notes.append("the vocabulary composes in zCDP with the model, whose counts get Gaussian noise of L2 "
                      "sensitivity max_length")
@@ -225,60 +264,35 @@ def _setting(est, mechanism: str, share: float, schema: bool, learners: pd.DataF
     return " and ".join(parts) + f" ({'; '.join(notes)})"
 
 
-def bounded_state_counts(codes: np.ndarray, learner: np.ndarray, bound: int, n_codes: int) -> np.ndarray:
-    """Learners per state when each learner counts only the first ``bound`` distinct states they visit.
-
-    Parameters
-    ----------
-    codes : ndarray of int
-        State code of every event (in ``0 .. n_codes - 1``), events sorted by learner then order.
-    learner : ndarray of int
-        Learner index of every event (non-decreasing).
-    bound : int
-        Most distinct states one learner counts towards.
-    n_codes : int
-        Number of state codes.
-
-    Returns
-    -------
-    ndarray of int64 of length ``n_codes``
-        One learner adds at most 1 to each of at most ``bound`` states (L1 sensitivity ``bound``).
-    """
-    pair = learner.astype(np.int64) * n_codes + codes
-    _, first = np.unique(pair, return_index=True)
-    first = np.sort(first)  # first visit of each (learner, state), in event order
-    who = learner[first]
-    rank = np.arange(len(first)) - np.searchsorted(who, who, side="left")
-    kept = first[rank < bound]
-    return np.bincount(codes[kept], minlength=n_codes).astype(np.int64)
-
-
 def discover_vocabulary(
     events: pd.DataFrame, learner: np.ndarray, *, max_contrib: int, epsilon: float | None, delta: float,
     ctx: FitContext, later: Sequence[BudgetRecord] = (), advice: Callable[[int], str] | None = None,
 ) -> list[tuple]:
-    """Release the event vocabulary (joint states) under (epsilon, delta)-DP.
+    """Release the event vocabulary (joint states) under (epsilon, delta)-DP: a partition selection.
 
-    Each learner counts once for each of (at most) the first ``k =
-    max_contrib`` distinct states they visit (:func:`bounded_state_counts`; ``k``
-    is a public parameter). The candidates are exactly the states counted after
-    this bounding -- a state only seen beyond some learner's bound is not a
-    candidate, so it cannot be released. The budget is planned from public
-    quantities by :func:`skdpsynth.privacy._domain_plan.plan_domain`:
+    Each learner counts towards (at most) the first ``k = max_contrib``
+    distinct states they visit (``k`` is a public parameter). The candidates
+    are exactly the states counted after this bounding -- a state only seen
+    beyond some learner's bound is not a candidate, so it cannot be released.
+    The budget is planned from public quantities by
+    :func:`skdpsynth.privacy._domain_plan.plan_domain`:
 
-    1. a noisy count of learners (a small share); when even a state every
-       learner visits could not reach the release threshold (the count less
-       one noise sd is below it), ONE error says so before anything else is
-       measured, naming the settings that would work for that many learners
-       (``advice``);
-    2. the stability histogram: Gaussian (L2 sensitivity ``sqrt(k)``,
-       :func:`~skdpsynth.privacy._domain_plan.gaussian_stability_histogram`)
-       or Laplace (L1 ``k``, :func:`skdpsynth.privacy.stability_histogram`),
-       whichever has the lower threshold at this budget. The Gaussian one grows
-       with ``sqrt(k)`` rather than ``k``: it is what lets learners count
-       several states. With ``later`` (what is charged afterwards: the model's
-       planned records) holding zCDP records it is charged in zCDP and
-       composes with the model; otherwise it is one (epsilon, delta) record.
+    1. a noisy count of learners (a small share); when even a state that every
+       learner visits alone could not reach the release threshold (the count
+       less one noise sd is below it), ONE error says so before anything else
+       is measured, naming the settings that would work (``advice``);
+    2. the partition selection. Gaussian plan (the usual one): each learner
+       spreads a weight of L2 norm 1 over the distinct states they count
+       (``1 / sqrt(d)`` on each of ``d <= k``) and a state is released when its
+       noisy weight passes a threshold that a state held by one learner alone
+       passes with probability at most delta
+       (:func:`~skdpsynth.privacy._partition.weighted_gaussian_selection`: L2
+       sensitivity 1, whatever ``k``; Gopi et al. 2020). Laplace plan (when its
+       threshold is lower, e.g. ``k = 1``): the stability histogram of learner
+       counts (L1 sensitivity ``k``, :func:`skdpsynth.privacy.stability_histogram`).
+       With ``later`` (what is charged afterwards: the model's planned records)
+       holding zCDP records it is charged in zCDP and composes with the model;
+       otherwise it is one (epsilon, delta) record.
 
     The bound is on distinct states, not on events: the caller passes every
     event of each learner (no ``max_length`` truncation needed).
@@ -289,7 +303,7 @@ def discover_vocabulary(
     Parameters
     ----------
     events : pandas.DataFrame
-        The event columns of the (truncated) events, sorted by learner then order.
+        The event columns of every event, sorted by learner then order.
     learner : ndarray of int
         Learner index of every row (non-decreasing).
     max_contrib : int
@@ -319,30 +333,49 @@ def discover_vocabulary(
         return sorted(uniques, key=state_sort_key)
     k = int(max_contrib)
     part, plan = vocabulary_part((epsilon, delta), later, ctx.accountant, k)
+    rule = vocabulary_release(part, k)
     run = DomainRun(plan, ctx.accountant, ctx.noise)
     n_hat = run.count(len(np.unique(learner)))
-    need = part.release_threshold
     # a lower confidence bound (one noise sd): a lucky count must not let a doomed release spend
-    low = n_hat - min(plan.count.sd, 0.25 * need)
-    if low < need:
-        fix = advice(max(int(low), 0)) if advice is not None else (
-            "Give the public event vocabulary with `vocabulary=` (e.g. the activity types of the platform's "
-            "documentation), or raise epsilon or domain_share.")
+    low = n_hat - min(plan.count.sd, 0.25 * rule.threshold)
+    fix = advice(max(int(low), 0)) if advice is not None else (
+        "Give the public event vocabulary with `vocabulary=` (e.g. the activity types of the platform's "
+        "documentation), or raise epsilon or domain_share.")
+    if low < rule.threshold:
         raise DomainEstimateError(
-            f"the event vocabulary cannot be discovered at this budget: a state must be visited by about "
-            f"{part.release_threshold:,} learners to be released, and there are about {max(n_hat, 0):,} (a noisy "
-            f"count, the only thing measured). {fix}")
-    counts = bounded_state_counts(encode_states(events, uniques), learner, k, len(uniques))
-    candidates = np.flatnonzero(counts > 0)
-    run.open()
-    released, _ = run.keys(counts[candidates], "categories",
-                           f"learners per state (first {k} distinct states each; candidates: the counted states)")
-    states = [uniques[i] for i in candidates[released]]
+            f"the event vocabulary cannot be discovered at this budget: even a state that every learner visits "
+            f"alone would need about {math.ceil(rule.threshold):,} of them to be released, and there are about "
+            f"{max(n_hat, 0):,} (a noisy count, the only thing measured). {fix}")
+    states = _select_states(events, uniques, learner, part, k, run, ctx)
     if not states:
-        raise SchemaError(
-            f"no event is visited by enough learners to be released at this budget (threshold "
-            f"{part.release_threshold:,} learners); give the public event vocabulary with `vocabulary=`.")
+        raise SchemaError(f"no event is visited by enough learners to be released at this budget (a state visited "
+                          f"by learners who each visit {k} states needs about "
+                          f"{math.ceil(rule.threshold / rule.per_learner):,} of them). {fix}")
     return sorted(states, key=state_sort_key)
+
+
+def _select_states(events: pd.DataFrame, uniques: list[tuple], learner: np.ndarray, part: Part, k: int,
+                   run: DomainRun, ctx: FitContext) -> list[tuple]:
+    """The released states: weighted Gaussian partition selection, or the Laplace stability histogram."""
+    codes = encode_states(events, uniques)
+    run.open()
+    acc = run.parts_accountant
+    label = f"{run.plan.label}: "
+    if part.mechanism == "gaussian":
+        weights = bounded_key_weights(codes, learner, k, len(uniques))
+        candidates = np.flatnonzero(weights > 0)
+        released, _ = weighted_gaussian_selection(
+            weights[candidates], contribution_bound=k, rho=part.cost, delta=part.delta, noise=ctx.noise,
+            accountant=acc, target=label + f"learners' weights per state (L2 norm 1 over each learner's first {k} "
+                                           "distinct states; candidates: the weighted states)")
+    else:
+        counts = bounded_key_counts(codes, learner, k, len(uniques))
+        candidates = np.flatnonzero(counts > 0)
+        released, _ = stability_histogram(
+            counts[candidates], contribution_bound=k, epsilon=part.cost, delta=part.delta, noise=ctx.noise,
+            accountant=acc, target=label + f"learners per state (first {k} distinct states each; candidates: the "
+                                           "counted states)")
+    return [uniques[i] for i in candidates[released]]
 
 
 def learner_domain(
