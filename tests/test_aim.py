@@ -8,18 +8,19 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from skdpsynth.synthesizers._aim_domain import compress_column, expand_codes
 
 from skdpsynth import MSTSynthesizer, PrivacyBudgetError, TableSchema
 from skdpsynth._grid import PublicGrid
+from skdpsynth.privacy import BudgetAccountant, NoiseSource, PrivateTable
 from skdpsynth.synthesizers._aim import AIMSynthesizer
 from skdpsynth.synthesizers._aim_pairs import all_pair_marginals
 from skdpsynth.synthesizers._aim_selection import (
     candidates_from_workload,
     resolve_workload,
-    selection_scores,
     weighted_workload,
 )
+from skdpsynth.synthesizers._compression import compress_column, expand_codes
+from skdpsynth.synthesizers._engine import MarginalEngine
 from skdpsynth.synthesizers._graphical_model import MarkovModel, Measurement, combine, estimate
 from skdpsynth.synthesizers._junction_tree import build_junction_tree, grow, grow_cells
 from skdpsynth.utils.estimator_checks import check_param_validation, check_synthesizer
@@ -360,11 +361,37 @@ def test_workload_candidates_and_scores():
     assert workload == [(0, 1), (0, 2), (1, 2)]
     cands = candidates_from_workload(workload)
     assert cands[(0,)] == 2 and cands[(0, 1)] == 4
-    answers = {(0,): np.array([10.0, 0.0]), (0, 1): np.zeros((2, 2))}
-    est = {(0,): np.array([5.0, 5.0]), (0, 1): np.zeros((2, 2))}
-    keys, scores, sens = selection_scores({(0,): 2.0, (0, 1): 4.0}, answers, est, sigma=1.0)
-    assert sens == 4.0
-    np.testing.assert_allclose(scores, [2 * (10 - math.sqrt(2 / math.pi) * 2), -4 * math.sqrt(2 / math.pi) * 4])
+
+
+def _engine(X, epsilon, seed=0):
+    schema = TableSchema.from_dict({c: {"kind": "categorical", "categories": list(LEVELS), "nullable": False}
+                                    for c in X.columns})
+    accountant = BudgetAccountant(epsilon, 1e-6, delta_zcdp=1e-6)
+    table = PrivateTable(schema.validate(X), schema, accountant=accountant,
+                         noise=NoiseSource.reproducible_from(np.random.SeedSequence(seed)))
+    return MarginalEngine(table, PublicGrid(schema, 32)), accountant
+
+
+def test_engine_selects_the_worst_explained_marginal_and_charges_its_sensitivity():
+    X = _chain(3000, np.random.default_rng(0))[["a", "b", "e"]]
+    independent = {cl: np.full((4, 4), 3000 / 16) for cl in [(0, 1), (0, 2), (1, 2)]}
+    cliques = list(independent)
+    exact, _ = _engine(X, None)
+    # without noise the argmax of w (error - penalty): the dependent pair, unless weights and penalties say otherwise
+    assert cliques[exact.select(cliques, list(independent.values()), rho=None, target="t")] == (0, 1)
+    assert cliques[exact.select(cliques, list(independent.values()), rho=None, penalties=[1e6, 0, 0],
+                                target="t")] != (0, 1)
+    picks = []
+    for seed in range(20):
+        engine, accountant = _engine(X, 10.0, seed)
+        picks.append(cliques[engine.select(cliques, list(independent.values()), rho=0.05, weights=[1, 2, 3],
+                                           target="t")])
+        (record,) = accountant.records
+        assert record.mechanism.startswith("exponential") and math.isclose(record.rho, 0.05)
+        assert record.sensitivity == 3.0  # max w_r: one person moves each utility by at most its weight
+    assert picks.count((0, 1)) >= 18  # a large gap in L1 error survives the noise
+    m = engine.measure((0, 1), rho=0.5)
+    assert m.counts.dtype == np.int64 and m.counts.shape == (4, 4) and m.variance == 1.0
 
 
 @pytest.mark.realdata

@@ -81,10 +81,6 @@ def test_the_boundary_test_can_fail(tmp_path):
 #: registered synthesizers whose fit still receives the rows rather than a PrivateTable, each with why; the test
 #: below fails when one of them is converted (so the list only shrinks) or a new one is added without the handle
 NOT_YET_ON_THE_HANDLE = {
-    "MSTSynthesizer": "being moved onto the shared marginal engine",
-    "AIMSynthesizer": "being moved onto the shared marginal engine",
-    "DPMarginalsSynthesizer": "being moved onto the shared marginal engine",
-    "DPHistogramSynthesizer": "being moved onto the shared marginal engine",
     "CAPSSynthesizer": "DP-SGD batches are drawn from the encoded rows in the synthesizer",
     "DPMarkovSynthesizer": "sequence data: no sequence handle yet",
     "DPHistSeqSynthesizer": "sequence data: no sequence handle yet",

@@ -15,7 +15,8 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from skdpsynth import MSTSynthesizer, PrivacyBudgetError, TableSchema
 from skdpsynth.privacy import NoiseSource, project_to_simplex, zcdp_to_approx_dp
-from skdpsynth.synthesizers._mst_estimation import project_table, sample_tree, tree_order
+from skdpsynth.synthesizers._engine import pool, size_estimate
+from skdpsynth.synthesizers._graphical_model import Measurement
 from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils.estimator_checks import check_param_validation, check_synthesizer
 
@@ -102,10 +103,13 @@ def test_non_private_tree_is_the_exact_maximum_spanning_tree():
     est = MSTSynthesizer(epsilon=None, schema=_CHAIN_SCHEMA, random_state=0).fit(X)
     assert {frozenset(e) for e in est.edges_} >= {frozenset((0, 1)), frozenset((1, 2)), frozenset((2, 3))}
     assert not est.privacy_spent_.is_private
-    # exact tables: the model's 1-way marginals equal the data's
+    # exact tables: the model's 1-way and tree 2-way marginals equal the data's
+    assert est.model_.total == len(X)
     for j, col in enumerate("abcde"):
         freq = X[col].value_counts(normalize=True).reindex(["p", "q", "r", "s"]).to_numpy()
-        np.testing.assert_allclose(est.one_way_[j], freq, atol=1e-9)
+        np.testing.assert_allclose(est.model_.project((j,)) / len(X), freq, atol=1e-4)
+    for a, b in est.edges_:
+        np.testing.assert_allclose(est.model_.project((a, b)), est.two_way_counts_[(a, b)], atol=0.5)
 
 
 def test_rare_cells_are_compressed_and_decoded_inside_the_merged_set():
@@ -117,7 +121,8 @@ def test_rare_cells_are_compressed_and_decoded_inside_the_merged_set():
     schema = TableSchema.from_dict({"x": {"kind": "categorical", "categories": cats, "nullable": False},
                                     "y": {"kind": "categorical", "categories": ["u", "v"], "nullable": False}})
     est = MSTSynthesizer(epsilon=0.5, schema=schema, random_state=0).fit(X)
-    assert len(est.merged_[0]) >= 5  # the 1 % categories fall below 3 sigma at this budget
+    merged = max(len(g) for g in est.compression_.groups[0])
+    assert merged >= 5 and est.compression_.sizes[0] == 12 - merged + 1  # the 1 % categories fall below 3 sigma
     out = est.sample(5000, random_state=1)
     assert set(out["x"]) <= set(cats)
     assert 0.05 < out["x"].isin(cats[2:]).mean() < 0.2  # the merged mass (10 % real) is kept roughly
@@ -159,28 +164,21 @@ def test_project_simplex(values, total):
         assert np.sum((x - p) ** 2) <= np.sum((x - q) ** 2) + 1e-9
 
 
-def test_project_table_is_consistent_and_non_negative():
+def test_size_estimate_weights_totals_by_inverse_variance_and_exact_totals_win():
     rng = np.random.default_rng(5)
-    truth = rng.dirichlet(np.ones(30)).reshape(5, 6) * 1000
-    noisy = truth + rng.normal(0, 40, truth.shape)
-    r, c = truth.sum(1), truth.sum(0)
-    fitted = project_table(noisy, r, c)
-    assert (fitted >= 0).all()
-    np.testing.assert_allclose(fitted.sum(1), r, rtol=1e-6)
-    np.testing.assert_allclose(fitted.sum(0), c, rtol=1e-4)
-    # the projection is closer to the truth than the clipped noisy table
-    assert np.abs(fitted - truth).sum() < np.abs(np.clip(noisy, 0, None) - truth).sum()
-
-
-def test_sample_tree_follows_the_conditionals():
-    order = tree_order(3, [(0, 1), (1, 2)])
-    assert order == ([0], [(0, 1), (1, 2)])
-    one_way = [np.array([0.3, 0.7]), np.array([0.5, 0.5]), np.array([0.5, 0.5])]
-    cond = {(0, 1): np.array([[1.0, 0.0], [0.0, 1.0]]), (1, 2): np.array([[0.2, 0.8], [0.9, 0.1]])}
-    codes = sample_tree(40000, order, one_way, cond, np.random.default_rng(0))
-    assert (codes[:, 0] == codes[:, 1]).all()
-    assert abs(codes[:, 0].mean() - 0.7) < 0.01
-    assert abs(codes[codes[:, 1] == 0, 2].mean() - 0.8) < 0.02
+    n, cells = 2000, [4, 40]
+    # a marginal of many cells has a noisier total: the estimate leans on the one with few cells
+    meas = [Measurement((j,), rng.multinomial(n, np.full(k, 1 / k)) + rng.normal(0, 30, k), 900.0)
+            for j, k in enumerate(cells)]
+    w = np.array([1 / (900 * k) for k in cells])
+    totals = np.array([m.counts.sum() for m in meas])
+    assert math.isclose(size_estimate(meas), float(w @ totals / w.sum()))
+    assert size_estimate([*meas, Measurement((2,), np.array([n - 5, 5]), 0.0)]) == n
+    assert size_estimate([Measurement((0,), np.array([-40.0, 10.0]), 4.0)]) == 1.0  # at least one person
+    # cohorts of different people add up, counts and variances
+    pooled = {m.clique: m for m in pool([meas[:1], meas[:1]])}
+    np.testing.assert_allclose(pooled[(0,)].counts, 2 * meas[0].counts)
+    np.testing.assert_allclose(pooled[(0,)].variance, 1800.0)
 
 
 @pytest.mark.realdata

@@ -65,6 +65,7 @@ class PrivateTable:
     def __init__(self, rows: pd.DataFrame, schema, *, accountant: BudgetAccountant, noise: NoiseSource) -> None:
         self.__rows = rows
         self.__codes: dict[int, tuple[object, np.ndarray]] = {}
+        self.__exact: dict[tuple, tuple[np.ndarray, tuple[int, ...]]] = {}
         self.schema = schema
         self.columns = tuple(str(c) for c in rows.columns)
         self._accountant = accountant
@@ -153,11 +154,10 @@ class PrivateTable:
         numpy.ndarray of int64, shape = the clique's (compressed) cells
         """
         clique = tuple(int(j) for j in clique)
-        flat, shape = self._flat(grid, clique, maps)
+        exact, shape = self._exact(grid, clique, maps)
         if target is None:
             names = tuple(grid.columns[j].spec.name for j in clique)
             target = f"{len(clique)}-way marginal of {names!r}"
-        exact = np.bincount(flat, minlength=int(np.prod(shape)))
         return self._counts(exact).measure(rho=rho, epsilon=epsilon, target=target).astype(np.int64).reshape(shape)
 
     def select_marginal(self, grid, cliques: Sequence[Sequence[int]], estimates: Sequence[np.ndarray], *,
@@ -195,8 +195,7 @@ class PrivateTable:
         start = 0
         for g, clique in enumerate(cliques):
             sub = None if maps is None else [maps[j] for j in clique]
-            flat, shape = self._flat(grid, tuple(clique), sub)
-            exact.append(np.bincount(flat, minlength=int(np.prod(shape))))
+            exact.append(self._exact(grid, tuple(clique), sub)[0])
             index.append(np.arange(start, start + exact[-1].size))
             groups.append(np.full(exact[-1].size, g))
             start += exact[-1].size
@@ -274,6 +273,14 @@ class PrivateTable:
         if key not in self.__codes:
             self.__codes[key] = (grid, grid.encode(self.__rows))
         return self.__codes[key][1]
+
+    def _exact(self, grid, clique: tuple[int, ...], maps) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Exact counts of a clique and their shape, counted once (AIM's selections ask every round)."""
+        key = (id(grid), clique, None if maps is None else tuple(np.asarray(m).tobytes() for m in maps))
+        if key not in self.__exact:
+            flat, shape = self._flat(grid, clique, maps)
+            self.__exact[key] = (np.bincount(flat, minlength=int(np.prod(shape))), shape)
+        return self.__exact[key]
 
     def _flat(self, grid, clique: tuple[int, ...], maps) -> tuple[np.ndarray, tuple[int, ...]]:
         codes = self._codes(grid)

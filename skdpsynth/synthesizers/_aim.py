@@ -1,9 +1,8 @@
 """AIM (McKenna, Mullins, Sheldon & Miklau 2022): adaptive, iterative, workload-aware marginal selection, zCDP.
 
-A numpy implementation: bounded junction trees (:mod:`._junction_tree`), and a
-graphical-model estimate by preconditioned mirror descent with sum-product
-inference (:mod:`._graphical_model`); the workload, the candidates and the
-selection scores are in :mod:`._aim_selection`.
+private-pgm's pipeline on the shared engine (:mod:`._engine`: queries of the private table, the size estimate,
+the junction-tree estimate of :mod:`._graphical_model`, the compression of :mod:`._compression`); bounded
+junction trees in :mod:`._junction_tree`, the workload, candidates and model answers in :mod:`._aim_selection`.
 """
 
 from __future__ import annotations
@@ -16,23 +15,17 @@ import numpy as np
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError
-from skdpsynth.privacy import (
-    BudgetRecord,
-    approx_dp_to_zcdp,
-    discrete_gaussian_mechanism,
-    exponential_mechanism_zcdp,
-)
-from skdpsynth.synthesizers._aim_domain import compress_column, expand_codes
+from skdpsynth.privacy import BudgetRecord, approx_dp_to_zcdp
 from skdpsynth.synthesizers._aim_selection import (
     candidates_from_workload,
-    marginal_counts,
     model_answers,
     resolve_workload,
-    selection_scores,
     weighted_workload,
 )
+from skdpsynth.synthesizers._compression import Compression
 from skdpsynth.synthesizers._decoding import FineDecoder
-from skdpsynth.synthesizers._graphical_model import Measurement, combine, estimate
+from skdpsynth.synthesizers._engine import MarginalEngine, fit_model, pool, size_estimate
+from skdpsynth.synthesizers._graphical_model import Measurement, combine
 from skdpsynth.synthesizers._junction_tree import build_junction_tree, grow, grow_cells
 from skdpsynth.utils._param_validation import Interval
 
@@ -120,7 +113,7 @@ class AIMSynthesizer(BaseTabularSynthesizer):
         Cells of every column.
     maps_ : list of ndarray
         Per column, the compressed cell of each grid cell.
-    groups_, group_probs_ : list of list of ndarray
+    compression_ : Compression
         Per column and compressed cell, its grid cells and their noisy 1-way proportions (decoding).
     workload_ : list of tuple of str
         The workload's marginals.
@@ -173,6 +166,7 @@ class AIMSynthesizer(BaseTabularSynthesizer):
     """
 
     _zcdp_model = True  # its clipped-value count is Gaussian too (see BaseTabularSynthesizer)
+    _takes_table = True  # the fit receives a PrivateTable, never the rows
     _parameter_constraints: dict = {
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 1, None, closed="left")],
@@ -221,48 +215,40 @@ class AIMSynthesizer(BaseTabularSynthesizer):
         return rho_f, rho - rho_f
 
     # -- fitting ----------------------------------------------------------------------------
-    def _fit_table(self, X, ctx: FitContext):
+    def _fit_table(self, table, ctx: FitContext):
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.decoder_ = FineDecoder(self.grid_, enabled=self.decode_share > 0)
             self.measurements_ = []
-        codes = self.grid_.encode(X)
         rho = rho_f = rho_m = None
-        if ctx.accountant.private:
-            rho = ctx.accountant.remaining_rho()
+        if table.private:
+            rho = table.remaining_rho()
             rho_f, rho_m = self._split(rho)
             if not rho_m > 0:
                 raise PrivacyBudgetError("AIMSynthesizer: no zCDP budget is left for the model; raise epsilon or "
                                          "delta.")
-            ctx.accountant.require(self.decoder_.planned(rho_f) + [BudgetRecord(
+            table.require(self.decoder_.planned(rho_f) + [BudgetRecord(
                 "discrete gaussian / exponential (zCDP)", "AIM rounds", "zcdp", rho=rho_m)], what="AIMSynthesizer")
         if rho is None or rho_f > 0:
-            self.decoder_.measure(X, rho_f, ctx)
+            self.decoder_.measure(table, rho_f)
         if ctx.first:
             self.rho_ = math.inf if rho is None else rho
-            self._fit_first(codes, rho_m, ctx)
+            self._fit_first(MarginalEngine(table, self.grid_), rho_m, ctx)
         else:
-            self._fit_later(codes, rho_m, ctx)
+            self._fit_later(MarginalEngine(table, self.grid_, self.maps_), rho_m, ctx)
 
     def _names(self, clique) -> tuple[str, ...]:
         return tuple(self.grid_.columns[a].spec.name for a in clique)
 
-    def _measure(self, exact: np.ndarray, rho: float | None, clique, ctx: FitContext) -> np.ndarray:
-        target = f"{len(clique)}-way marginal of {self._names(clique)!r}"
-        if rho is None:
-            ctx.accountant.declare_nonprivate(target)
-            return exact.astype(np.int64)
-        return discrete_gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho, noise=ctx.noise,
-                                           accountant=ctx.accountant, target=target)
+    def _measure(self, engine: MarginalEngine, clique, sigma: float, ctx: FitContext) -> Measurement:
+        """The clique's marginal at noise ``sigma`` (exact when 0), logged in ``measurements_``."""
+        m = engine.measure(clique, rho=1 / (2 * sigma**2) if sigma > 0 else None)
+        self.measurements_.append((self._names(clique), m.counts, float(sigma), ctx.cohort))
+        return m
 
-    def _log(self, clique, counts: np.ndarray, sigma: float, ctx: FitContext) -> Measurement:
-        self.measurements_.append((self._names(clique), counts, float(sigma), ctx.cohort))
-        return Measurement(tuple(clique), counts.astype(float), float(sigma) ** 2)
-
-    def _fit_first(self, codes: np.ndarray, rho: float | None, ctx: FitContext) -> None:
-        d = codes.shape[1]
-        names = [g.spec.name for g in self.grid_.columns]
-        weights = weighted_workload(self.workload, names)
+    def _fit_first(self, engine: MarginalEngine, rho: float | None, ctx: FitContext) -> None:
+        d = len(self.grid_.columns)
+        weights = weighted_workload(self.workload, [g.spec.name for g in self.grid_.columns])
         workload = list(weights)
         self.workload_ = [self._names(w) for w in workload]
         candidates = candidates_from_workload(workload, weights) or {(j,): 1.0 for j in range(d)}
@@ -270,33 +256,24 @@ class AIMSynthesizer(BaseTabularSynthesizer):
         rounds = max(self.rounds or (4 if rho is not None else 16) * d, d + 1)
         adaptive = any(len(r) > 1 for r in candidates)
         sigma = 0.0 if rho is None else math.sqrt((rounds if adaptive else d) / (2 * (0.9 if adaptive else 1) * rho))
-        one_way = []
-        for j, g in enumerate(self.grid_.columns):
-            exact = np.bincount(codes[:, j], minlength=g.n_cells)
-            one_way.append(self._measure(exact, None if rho is None else 1 / (2 * sigma**2), (j,), ctx))
-            self.measurements_.append(((g.spec.name,), one_way[-1], sigma, ctx.cohort))
-        self.n_estimate_ = self._cohort_size(one_way, [sigma**2 * len(y) for y in one_way])
-        self._init_compression(one_way, sigma)
-        comp = np.column_stack([self.maps_[j][codes[:, j]] for j in range(d)])
-        sizes = np.array([int(m.max()) + 1 for m in self.maps_])
-        meas = [Measurement((j,), np.bincount(self.maps_[j], weights=y, minlength=sizes[j]),
-                            np.maximum(sigma**2 * np.bincount(self.maps_[j], minlength=sizes[j]), 0.0))
-                for j, y in enumerate(one_way)]
-        self.n_hat_ = float(max(self.n_estimate_, 1))
-        jt = build_junction_tree(sizes, [(j,) for j in range(d)])
+        one_way = [self._measure(engine, (j,), sigma, ctx) for j in range(d)]
+        self.n_estimate_ = max(int(round(size_estimate(one_way))), 1)
+        self.compression_ = Compression(self.grid_, one_way, 3 * sigma if (self.compress and sigma > 0) else None)
+        self.maps_ = engine.maps = self.compression_.maps
+        meas = [self.compression_.compress(m) for m in one_way]
+        self.n_hat_ = float(self.n_estimate_)
         # only the first round's scores read this model; the rounds and the final estimate refine it (warm starts)
         first_iters = max(self.max_iters // 10, 5) if adaptive else self.max_iters
-        model = estimate(jt, combine(meas), self.n_hat_, iters=first_iters)
+        model = fit_model(meas, self.compression_.sizes, self.n_hat_, iters=first_iters)
         self.selected_ = []
         self.n_rounds_ = 0
         if adaptive:
-            answers = {r: marginal_counts(comp, r, sizes) for r in candidates}
-            model, meas = self._rounds(answers, candidates, model, meas, sigma, rho, rounds, ctx)
-        self.model_ = estimate(model.tree, combine(meas), self.n_hat_, potentials=model.potentials,
-                               iters=self.max_iters)
+            model, meas = self._rounds(engine, candidates, model, meas, sigma, rho, rounds, ctx)
         self.cohort_measurements_ = [combine(meas)]
+        self.model_ = fit_model(self.cohort_measurements_[0], self.compression_.sizes, self.n_hat_, model=model,
+                                iters=self.max_iters)
 
-    def _rounds(self, answers, candidates, model, meas, sigma, rho, rounds, ctx):
+    def _rounds(self, engine, candidates, model, meas, sigma, rho, rounds, ctx):
         """AIM's selection rounds (greedy and exact when ``rho`` is None); returns the model and measurements."""
         epsilon = 0.0 if rho is None else math.sqrt(8 * _SELECT_SHARE * rho / rounds)
         n_draws = int(np.clip(2 * self.n_hat_, 10_000, 50_000))
@@ -308,7 +285,7 @@ class AIMSynthesizer(BaseTabularSynthesizer):
             if rho is None:
                 terminate, used = self.n_rounds_ >= rounds, self.n_rounds_ / rounds
             else:
-                left = ctx.accountant.remaining_rho()
+                left = engine.table.remaining_rho()
                 if left < 2 * (1 / (2 * sigma**2) + epsilon**2 / 8):
                     sigma = math.sqrt(1 / (2 * (1 - _SELECT_SHARE) * left))
                     epsilon = math.sqrt(8 * _SELECT_SHARE * left) * (1 - 1e-12)
@@ -317,79 +294,43 @@ class AIMSynthesizer(BaseTabularSynthesizer):
             jt = model.tree
             if sized[0] != jt.cliques:  # a round that measured a covered clique keeps the tree
                 sized = (list(jt.cliques), grow_cells(jt, list(candidates)))
-            grown = sized[1]
             limit = max(self.max_model_cells * used, jt.cells())
-            allowed = {r: w for (r, w), g in zip(candidates.items(), grown) if g <= limit}
-            estimates = model_answers(model, list(allowed), n_draws, ctx.rng)
-            keys, scores, sensitivity = selection_scores(allowed, answers, estimates, sigma)
-            if rho is None:  # greedy; stops once the worst candidate is within 0.5 % of n (L1)
-                pick = int(np.argmax(scores))
-                if scores[pick] <= 0.005 * self.n_hat_ * allowed[keys[pick]]:
-                    self.n_rounds_ -= 1
-                    break
-            else:
-                pick = exponential_mechanism_zcdp(scores, sensitivity=sensitivity, rho=epsilon**2 / 8,
-                                                  noise=ctx.noise, accountant=ctx.accountant,
-                                                  target=f"AIM selection round {self.n_rounds_}")
-            r = keys[pick]
-            y = self._measure(answers[r], None if rho is None else 1 / (2 * sigma**2), r, ctx)
-            meas.append(self._log(r, y, sigma, ctx))
+            allowed = [r for r, g in zip(candidates, sized[1]) if g <= limit]
+            estimates = model_answers(model, allowed, n_draws, ctx.rng)
+            # quality w_r (||M_r(D) - M_r(model)||_1 - sqrt(2/pi) sigma n_r): the error less the expected noise
+            pick = engine.select(allowed, [estimates[r] for r in allowed], rho=None if rho is None else epsilon**2 / 8,
+                                 weights=[candidates[r] for r in allowed],
+                                 penalties=[_BIAS * sigma * estimates[r].size for r in allowed],
+                                 target=f"AIM selection round {self.n_rounds_}")
+            r = allowed[pick]
+            m = self._measure(engine, r, sigma, ctx)
+            if rho is None and np.abs(m.counts - estimates[r]).sum() <= 0.005 * self.n_hat_:
+                self.n_rounds_ -= 1  # greedy: every candidate is within 0.5 % of n in L1
+                self.measurements_.pop()
+                break
+            meas.append(m)
             self.selected_.append(self._names(r))
             if jt.home(r) < 0:
                 fresh = build_junction_tree(sizes, sorted({m.clique for m in meas}))
                 grown_jt = grow(jt, r)
                 jt = fresh if fresh.cells() <= grown_jt.cells() else grown_jt
             before = estimates[r]
-            model = estimate(jt, combine(meas), self.n_hat_, potentials=model.potentials, iters=iters)
+            model = fit_model(combine(meas), sizes, self.n_hat_, tree=jt, model=model, iters=iters)
             if rho is not None and np.abs(model.project(r) - before).sum() <= _BIAS * sigma * before.size:
                 sigma, epsilon = sigma / 2, epsilon * 2
         return model, meas
 
-    def _fit_later(self, codes: np.ndarray, rho: float | None, ctx: FitContext) -> None:
-        d = codes.shape[1]
-        comp = np.column_stack([self.maps_[j][codes[:, j]] for j in range(d)])
-        sizes = self.model_.tree.sizes
+    def _fit_later(self, engine: MarginalEngine, rho: float | None, ctx: FitContext) -> None:
         cliques = sorted({m.clique for m in self.cohort_measurements_[0]}, key=lambda c: (len(c), c))
         sigma = 0.0 if rho is None else math.sqrt(len(cliques) / (2 * rho))
-        meas = []
-        for cl in cliques:
-            y = self._measure(marginal_counts(comp, cl, sizes), None if rho is None else 1 / (2 * sigma**2), cl, ctx)
-            meas.append(self._log(cl, y, sigma, ctx))
-        ones = [m.counts for m in meas if len(m.clique) == 1]
-        self.n_estimate_ = self._cohort_size(ones, [sigma**2 * y.size for y in ones])
+        meas = [self._measure(engine, cl, sigma, ctx) for cl in cliques]
+        self.n_estimate_ = max(int(round(size_estimate([m for m in meas if len(m.clique) == 1]))), 1)
         self.cohort_measurements_.append(combine(meas))
-        pooled: dict = {}
-        for cohort in self.cohort_measurements_:
-            for m in cohort:
-                c, v = pooled.get(m.clique, (0.0, 0.0))
-                pooled[m.clique] = (c + m.counts, v + np.broadcast_to(np.asarray(m.variance, float), m.counts.shape))
-        ones = [pooled[(j,)] for j in range(d)]
-        self.n_hat_ = float(self._cohort_size([c for c, _ in ones], [float(np.sum(v)) for _, v in ones]))
-        self.model_ = estimate(self.model_.tree, [Measurement(cl, c, v) for cl, (c, v) in pooled.items()],
-                               self.n_hat_, potentials=self.model_.potentials, iters=self.max_iters)
-
-    @staticmethod
-    def _cohort_size(noisy: list[np.ndarray], total_var: list[float]) -> int:
-        """Inverse-variance mean of noisy 1-way totals (the mean when exact)."""
-        totals = np.array([float(np.sum(y)) for y in noisy])
-        var = np.array(total_var, float)
-        if np.any(var <= 0):
-            return max(int(round(totals.mean())), 1)
-        return max(int(round(float(np.sum(totals / var) / np.sum(1 / var)))), 1)
-
-    def _init_compression(self, one_way: list[np.ndarray], sigma: float) -> None:
-        """Cells with noisy count below ``3 sigma`` merged (:func:`._aim_domain.compress_column`)."""
-        threshold = 3 * sigma if (self.compress and sigma > 0) else None
-        self.maps_, self.groups_, self.group_probs_ = [], [], []
-        for g, noisy in zip(self.grid_.columns, one_way):
-            mapping, groups, probs = compress_column(g, noisy, threshold)
-            self.maps_.append(mapping)
-            self.groups_.append(groups)
-            self.group_probs_.append(probs)
+        pooled = pool(self.cohort_measurements_)
+        self.n_hat_ = size_estimate([m for m in pooled if len(m.clique) == 1])
+        self.model_ = fit_model(pooled, self.compression_.sizes, self.n_hat_, model=self.model_, iters=self.max_iters)
 
     # -- sampling ---------------------------------------------------------------------------
     def _sample_table(self, n_samples, rng):
         comp = self.model_.sample(n_samples, rng)
-        codes = np.column_stack([expand_codes(comp[:, j], self.groups_[j], self.group_probs_[j], rng)
-                                 for j in range(comp.shape[1])])
-        return self.decoder_.decode(codes, rng)
+        return self.decoder_.decode(self.compression_.expand(comp, rng), rng)

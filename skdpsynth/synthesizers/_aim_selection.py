@@ -1,9 +1,8 @@
 """AIM's workload, candidates and the quality scores of its selection step.
 
 The workload and the candidates are public (column indices and the public
-domain sizes); the scores read the private data through exact marginal counts
-and are released only through the exponential mechanism (see
-:class:`~skdpsynth.synthesizers._aim.AIMSynthesizer`'s privacy section).
+domain sizes); the model's answers are post-processing. The selection itself is a
+query of the private table (:meth:`._engine.MarginalEngine.select`).
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ from skdpsynth.synthesizers._graphical_model import MarkovModel
 from skdpsynth.synthesizers._junction_tree import Clique
 
 __all__ = ["resolve_workload", "weighted_workload", "candidates_from_workload", "marginal_counts", "model_answers"]
-
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def resolve_workload(workload, names: list[str]) -> list[Clique]:
@@ -107,15 +104,3 @@ def model_answers(model: MarkovModel, cliques: list[Clique], n_draws: int, rng: 
             out[cl] = marginal_counts(draws, cl, sizes) * scale
     return out
 
-
-def selection_scores(candidates: dict[Clique, float], answers: dict[Clique, np.ndarray],
-                     estimates: dict[Clique, np.ndarray], sigma: float) -> tuple[list[Clique], np.ndarray, float]:
-    """AIM's quality of each candidate, ``w_r (||M_r(D) - M_r(model)||_1 - sqrt(2/pi) sigma n_r)``, and its sensitivity.
-
-    Adding or removing one person moves one cell of ``M_r(D)`` by one, so the
-    quality moves by at most ``w_r``: the sensitivity is ``max_r w_r``.
-    """
-    keys = list(candidates)
-    scores = np.array([candidates[r] * (float(np.abs(answers[r] - estimates[r]).sum())
-                                        - _SQRT_2_OVER_PI * sigma * answers[r].size) for r in keys])
-    return keys, scores, max(candidates.values())

@@ -19,8 +19,7 @@ import numpy as np
 import pandas as pd
 
 from skdpsynth._grid import FineCells, PublicGrid, decode_fine, fine_cells, fine_conditionals
-from skdpsynth.base import FitContext
-from skdpsynth.privacy import BudgetRecord, discrete_gaussian_mechanism
+from skdpsynth.privacy import BudgetRecord
 
 __all__ = ["FineDecoder"]
 
@@ -54,21 +53,18 @@ class FineDecoder:
         return [BudgetRecord("discrete gaussian", "fine 1-way marginal (decoding)", "zcdp", rho=rho / k)] * k if (
             k and rho > 0) else []
 
-    def measure(self, X: pd.DataFrame, rho: float | None, ctx: FitContext) -> None:
-        """Measure every binned column's fine histogram (``rho / k`` each; exact when ``rho`` is None)."""
+    def measure(self, table, rho: float | None) -> None:
+        """Measure every binned column's fine histogram on the private table (``rho / k`` each; exact when None).
+
+        Privacy: each is a query of ``table`` through a public row-wise encoding (L2 sensitivity 1).
+        """
         cols = self.columns
         for j in cols:
             fine = self.fines[j]
             name = fine.column.spec.name
-            codes = fine.encode(X[name])
-            exact = np.bincount(codes[codes >= 0], minlength=fine.n_cells)
-            target = f"fine 1-way marginal of {name!r} (decoding)"
-            if rho is None:
-                ctx.accountant.declare_nonprivate(target)
-                noisy = exact.astype(np.int64)
-            else:
-                noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho / len(cols), noise=ctx.noise,
-                                                    accountant=ctx.accountant, target=target)
+            noisy = table.histogram(lambda rows, f=fine, c=name: f.encode(rows[c]), fine.n_cells,
+                                    rho=None if rho is None else rho / len(cols),
+                                    target=f"fine 1-way marginal of {name!r} (decoding)")
             self.counts[j] = self.counts[j] + noisy
             self.conditionals[j] = fine_conditionals(fine, self.counts[j])
 

@@ -11,9 +11,10 @@ import pandas as pd
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import SchemaError
-from skdpsynth.privacy import geometric_mechanism, project_to_simplex
+from skdpsynth.privacy import project_to_simplex
 from skdpsynth.privacy._domain import column_kind_from_dtype
 from skdpsynth.schema import resolve_schema
+from skdpsynth.synthesizers._engine import MarginalEngine, size_estimate
 from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["DPHistogramSynthesizer"]
@@ -86,8 +87,9 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
     has L1 sensitivity 1 (the person falls in exactly one cell), so the
     two-sided geometric mechanism with scale ``1 / epsilon_model`` is
     ``epsilon_model``-DP, where ``epsilon_model`` is what is left of ``epsilon``
-    after the domain estimate (all of it when ``schema`` is given). Sampling is
-    post-processing. ``partial_fit`` adds the new cohort's noisy table to the
+    after the domain estimate (all of it when ``schema`` is given); the table is
+    one query of the private table through the shared marginal engine
+    (:mod:`._engine`). Sampling is post-processing. ``partial_fit`` adds the new cohort's noisy table to the
     old one (each cohort is charged its own budget).
 
     The cell-count check runs before any budget is spent when ``schema`` is
@@ -96,6 +98,7 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
     front; otherwise a refusal comes after the domain's share was spent.
     """
 
+    _takes_table = True  # the fit receives a PrivateTable, never the rows
     _parameter_constraints: dict = {
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 1, None, closed="left")],
@@ -147,24 +150,17 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
             )
         return total
 
-    def _fit_table(self, X, ctx: FitContext):
+    def _fit_table(self, table, ctx: FitContext):
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.n_cells_ = self._check_cells(self.grid_)
             self.counts_ = np.zeros(self.n_cells_, dtype=np.int64)
-        codes = self.grid_.encode(X)
-        shape = tuple(int(c) for c in self.grid_.n_cells)
-        flat = np.ravel_multi_index(tuple(codes.T), shape) if codes.shape[1] else np.zeros(len(X), dtype=np.int64)
-        exact = np.bincount(flat, minlength=self.n_cells_)
-        target = f"joint histogram of {codes.shape[1]} columns ({self.n_cells_} cells)"
-        if ctx.accountant.private:
-            noisy = geometric_mechanism(exact, sensitivity=1.0, epsilon=ctx.accountant.remaining_epsilon(),
-                                        noise=ctx.noise, accountant=ctx.accountant, target=target)
-        else:
-            ctx.accountant.declare_nonprivate(target)
-            noisy = exact.astype(np.int64)
-        self.n_estimate_ = max(int(noisy.sum()), 1)  # each person is in one cell: the noisy total estimates n
-        self.counts_ = self.counts_ + noisy
+        d = len(self.grid_.columns)
+        target = f"joint histogram of {d} columns ({self.n_cells_} cells)"
+        eps = table.remaining_epsilon() if table.private else None
+        joint = MarginalEngine(table, self.grid_).measure(tuple(range(d)), epsilon=eps, target=target)
+        self.n_estimate_ = max(int(round(size_estimate([joint]))), 1)  # each person is in one cell
+        self.counts_ = self.counts_ + joint.counts.reshape(-1)
         probs = project_to_simplex(self.counts_)
         total = probs.sum()
         self.probabilities_ = probs / total if total > 0 else np.full(self.n_cells_, 1.0 / self.n_cells_)

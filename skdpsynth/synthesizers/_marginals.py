@@ -8,7 +8,7 @@ import numpy as np
 
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
-from skdpsynth.privacy._mechanisms import geometric_mechanism
+from skdpsynth.synthesizers._engine import MarginalEngine, size_estimate
 from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["DPMarginalsSynthesizer"]
@@ -54,9 +54,14 @@ class DPMarginalsSynthesizer(BaseTabularSynthesizer):
     Neighbouring relation: add/remove one person (one row). Each column's
     histogram over the public grid (missing cell included) has L1 sensitivity 1;
     each gets ``epsilon_model / d`` under the two-sided geometric mechanism, so
-    the d marginals compose to ``epsilon_model`` (sequential composition). On
-    ``partial_fit`` the new cohort's noisy counts are added to the old ones.
+    the d marginals compose to ``epsilon_model`` (sequential composition); they
+    are queries of the private table through the shared marginal engine
+    (:mod:`._engine`), and ``n_estimate_`` is the inverse-variance mean of their
+    totals (post-processing). On ``partial_fit`` the new cohort's noisy counts
+    are added to the old ones.
     """
+
+    _takes_table = True  # the fit receives a PrivateTable, never the rows
 
     _parameter_constraints: dict = {
         **BaseTabularSynthesizer._parameter_constraints,
@@ -75,25 +80,18 @@ class DPMarginalsSynthesizer(BaseTabularSynthesizer):
         self.random_state = random_state
         self.reproducible_noise = reproducible_noise
 
-    def _fit_table(self, X, ctx: FitContext):
-        accountant = ctx.accountant
+    def _fit_table(self, table, ctx: FitContext):
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.counts_ = [np.zeros(g.n_cells) for g in self.grid_.columns]
-        codes = self.grid_.encode(X)
-        d = codes.shape[1]
-        eps_col = accountant.remaining_epsilon() / d if accountant.private else None
-        for j, g in enumerate(self.grid_.columns):
-            exact = np.bincount(codes[:, j], minlength=g.n_cells)
-            if eps_col is None:
-                accountant.declare_nonprivate(f"histogram of column {g.spec.name!r}")
-                noisy = exact
-            else:
-                noisy = geometric_mechanism(exact, sensitivity=1.0, epsilon=eps_col, noise=ctx.noise,
-                                            accountant=accountant, target=f"histogram of column {g.spec.name!r}")
-            self.counts_[j] = self.counts_[j] + noisy
-            if j == 0:  # every person is in one cell of each histogram: its noisy total estimates n
-                self.n_estimate_ = max(int(noisy.sum()), 1)
+        d = len(self.grid_.columns)
+        eps_col = table.remaining_epsilon() / d if table.private else None
+        engine = MarginalEngine(table, self.grid_)
+        one_way = [engine.measure((j,), epsilon=eps_col, target=f"histogram of column {g.spec.name!r}")
+                   for j, g in enumerate(self.grid_.columns)]
+        self.counts_ = [c + m.counts for c, m in zip(self.counts_, one_way)]
+        # every person is in one cell of each histogram: each noisy total estimates n
+        self.n_estimate_ = max(int(round(size_estimate(one_way))), 1)
         self.marginals_ = [noisy_probabilities(c) for c in self.counts_]
 
     def _sample_table(self, n_samples, rng):

@@ -1,8 +1,7 @@
 """MST (McKenna, Miklau & Sheldon 2021): noisy 1- and 2-way marginals on a DP maximum spanning tree.
 
-A clean numpy implementation (no private-pgm / JAX): the graphical model is a
-tree, so a consistent model is estimated by least squares on the marginals the
-tree needs (no junction-tree inference), and sampling runs root to leaves.
+private-pgm's pipeline on the shared engine (:mod:`._engine`): measure the 1-way marginals, compress, select
+the tree, measure its 2-way marginals, estimate the graphical model, sample.
 """
 
 from __future__ import annotations
@@ -15,18 +14,17 @@ import numpy as np
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError
-from skdpsynth.privacy import (
-    BudgetRecord,
-    approx_dp_to_zcdp,
-    discrete_gaussian_mechanism,
-    exponential_mechanism_zcdp,
-    project_to_simplex,
-)
+from skdpsynth.privacy import BudgetRecord, approx_dp_to_zcdp
+from skdpsynth.synthesizers._aim_selection import model_answers
+from skdpsynth.synthesizers._compression import Compression
 from skdpsynth.synthesizers._decoding import FineDecoder
-from skdpsynth.synthesizers._mst_estimation import estimate_tree_model, sample_tree
+from skdpsynth.synthesizers._engine import MarginalEngine, fit_model, pool, size_estimate
+from skdpsynth.synthesizers._graphical_model import Measurement
 from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["MSTSynthesizer"]
+
+_ITERS = 150  # estimation steps (as AIM's max_iters)
 
 
 def budget_split(rho: float, d: int, select: bool) -> tuple[float, float, float]:
@@ -56,13 +54,6 @@ def planned_records(d: int, rho: float, select: bool) -> list[BudgetRecord]:
     return records
 
 
-def _probabilities(counts: np.ndarray) -> np.ndarray:
-    """Noisy counts projected onto the simplex and normalised (uniform when nothing survives)."""
-    p = project_to_simplex(counts)
-    s = p.sum()
-    return p / s if s > 0 else np.full(len(p), 1.0 / len(p))
-
-
 class MSTSynthesizer(BaseTabularSynthesizer):
     """Maximum-spanning-tree synthesizer (McKenna, Miklau & Sheldon 2021), zCDP.
 
@@ -76,11 +67,10 @@ class MSTSynthesizer(BaseTabularSynthesizer):
        noisy 1-way marginals.
     3. Measure the selected 2-way marginals with discrete Gaussian noise
        (``rho / 3``).
-    4. Estimate a consistent tree model: inverse-variance combination of every
-       estimate of each 1-way marginal, projected onto the non-negative
-       simplex; each edge's noisy table projected (least squares, Dykstra) onto
-       non-negative tables with those 1-way margins. Sample the root, then
-       every child from its conditional given its parent.
+    4. Estimate the graphical model closest to every measurement (Private-PGM's
+       inverse-variance weighted least squares on the tree's junction tree, the
+       estimate AIM uses; :func:`._engine.fit_model`) and sample it clique by
+       clique; merged cells are decoded by their noisy 1-way proportions.
     5. Binned columns (continuous, datetime, wide integer ranges) are decoded
        inside their bin from a DP 1-way marginal on a finer public grid
        (``decode_share`` of the budget; :mod:`._decoding`): point masses at the
@@ -101,8 +91,8 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         Bins per continuous column (integer ranges of at most ``n_bins`` values
         get one cell per value).
     compress : bool, default=True
-        Merge cells with noisy 1-way count below ``3 sigma`` (decoded uniformly
-        among the merged cells).
+        Merge cells with noisy 1-way count below ``3 sigma`` (decoded by their
+        noisy 1-way proportions).
     decode_share : float, default=0.1
         Share of the zCDP budget spent on fine 1-way marginals of the binned
         columns, used to draw values inside their bin; 0 = uniform inside the
@@ -123,24 +113,20 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     ----------
     grid_ : PublicGrid
         Cells of every column.
+    compression_ : Compression
+        Compressed cells of every column (maps, merged groups and their proportions).
     maps_ : list of ndarray
         For every column, the compressed cell of each grid cell.
-    merged_ : list of ndarray
-        For every column, the grid cells merged into its "rare" cell.
     edges_ : list of (int, int)
         The selected tree (column indices).
     one_way_counts_ : list of ndarray of int64
         Noisy 1-way counts on the full grid, summed over cohorts.
-    one_way_var_ : ndarray of float
-        Per-cell noise variance of each column's ``one_way_counts_``.
     two_way_counts_ : dict of (int, int) to ndarray of int64
         Noisy 2-way counts of the edges on compressed cells, summed over cohorts.
-    two_way_var_ : dict of (int, int) to float
-        Their per-cell noise variance.
-    one_way_ : list of ndarray
-        Consistent 1-way probabilities on the compressed cells.
-    conditionals_ : dict
-        ``{(parent, child): P(child | parent)}`` on compressed cells.
+    cohort_measurements_ : list of list of Measurement
+        Per cohort, the noisy marginals on compressed cells with their per-cell variances.
+    model_ : MarkovModel
+        The graphical model estimated from every cohort's measurements.
     decoder_ : FineDecoder
         Fine-grid counts of the binned columns and the within-bin decoder.
     rho_ : float
@@ -180,6 +166,7 @@ class MSTSynthesizer(BaseTabularSynthesizer):
     """
 
     _zcdp_model = True  # its clipped-value count is Gaussian too (see BaseTabularSynthesizer)
+    _takes_table = True  # the fit receives a PrivateTable, never the rows
     _parameter_constraints: dict = {
         **BaseTabularSynthesizer._parameter_constraints,
         "n_bins": [Interval(Integral, 1, None, closed="left")],
@@ -215,156 +202,69 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         return fine + planned_records(d, rho - rho_f, select=d > 2)
 
     # -- fitting ------------------------------------------------------------------
-    def _fit_table(self, X, ctx: FitContext):
+    def _fit_table(self, table, ctx: FitContext):
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.decoder_ = FineDecoder(self.grid_, enabled=self.decode_share > 0)
-        codes = self.grid_.encode(X)
-        d = codes.shape[1]
+        d = len(self.grid_.columns)
         select = ctx.first and d > 2
         rho = rho_all = rho_f = None
-        if ctx.accountant.private:
-            rho_all = ctx.accountant.remaining_rho()
+        if table.private:
+            rho_all = table.remaining_rho()
             rho_f = self.decode_share * rho_all if self.decoder_.columns else 0.0
             rho = rho_all - rho_f
-            ctx.accountant.require(self.decoder_.planned(rho_f) + planned_records(d, rho, select),
-                                   what="MSTSynthesizer's model")
+            table.require(self.decoder_.planned(rho_f) + planned_records(d, rho, select), what="MSTSynthesizer's model")
         if rho is None or rho_f > 0:
-            self.decoder_.measure(X, rho_f, ctx)
+            self.decoder_.measure(table, rho_f)
         r1, rs, r2 = budget_split(rho, d, select) if rho is not None else (None, None, None)
 
-        noisy_1, var_1 = self._measure_one_way(codes, r1, ctx)
-        self.n_estimate_ = self._cohort_size(noisy_1, var_1)
+        engine = MarginalEngine(table, self.grid_)
+        one_way = [engine.measure((j,), rho=None if r1 is None else r1 / d) for j in range(d)]
+        self.n_estimate_ = max(int(round(size_estimate(one_way))), 1)
         if ctx.first:
-            self._init_compression(noisy_1, var_1, private=rho is not None)
+            threshold = 3 * math.sqrt(one_way[0].variance) if (table.private and self.compress) else None
+            self.compression_ = Compression(self.grid_, one_way, threshold)
+            self.maps_ = self.compression_.maps
             self.one_way_counts_ = [np.zeros(len(m), dtype=np.int64) for m in self.maps_]
-            self.one_way_var_ = np.zeros(d)
-        self.one_way_counts_ = [a + b for a, b in zip(self.one_way_counts_, noisy_1)]
-        self.one_way_var_ = self.one_way_var_ + var_1
-        comp = [self.maps_[j][codes[:, j]] for j in range(d)]
-        csizes = [int(m.max()) + 1 for m in self.maps_]
-
+            self.cohort_measurements_ = []
+        self.one_way_counts_ = [a + m.counts for a, m in zip(self.one_way_counts_, one_way)]
+        meas = [self.compression_.compress(m) for m in one_way]
+        engine.maps = self.maps_
         if ctx.first:
-            self.edges_ = self._select(comp, csizes, rs / (d - 1) if rs else None, ctx) if select else (
+            self.edges_ = self._select(engine, meas, rs / (d - 1) if rs else None) if select else (
                 [(0, 1)] if d == 2 else [])
-            self.two_way_counts_ = {e: np.zeros((csizes[e[0]], csizes[e[1]]), dtype=np.int64) for e in self.edges_}
-            self.two_way_var_ = {e: 0.0 for e in self.edges_}
+            sizes = self.compression_.sizes
+            self.two_way_counts_ = {e: np.zeros((sizes[e[0]], sizes[e[1]]), dtype=np.int64) for e in self.edges_}
             self.rho_ = math.inf if rho is None else rho_all
-        self._measure_two_way(comp, csizes, r2 / len(self.edges_) if r2 else None, ctx)
-        self._estimate(csizes)
+        for e in self.edges_:
+            meas.append(engine.measure(e, rho=r2 / len(self.edges_) if r2 else None))
+            self.two_way_counts_[e] = self.two_way_counts_[e] + meas[-1].counts
+        self.cohort_measurements_.append(meas)
+        pooled = pool(self.cohort_measurements_)
+        self.model_ = fit_model(pooled, self.compression_.sizes, size_estimate(pooled), iters=_ITERS)
 
-    def _measure(self, exact: np.ndarray, rho: float | None, target: str, ctx: FitContext) -> tuple[np.ndarray, float]:
-        """Noisy integer counts and their per-cell variance (exact counts, variance 0, when not private)."""
-        if rho is None:
-            ctx.accountant.declare_nonprivate(target)
-            return exact.astype(np.int64), 0.0
-        noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=1.0, rho=rho, noise=ctx.noise,
-                                            accountant=ctx.accountant, target=target)
-        return noisy, 1.0 / (2.0 * rho)
+    def _select(self, engine: MarginalEngine, one_way: list[Measurement], rho_step: float | None):
+        """Kruskal with exponential-mechanism steps (exact argmax when not private); returns the edges.
 
-    def _measure_one_way(self, codes: np.ndarray, rho_total: float | None, ctx: FitContext
-                         ) -> tuple[list[np.ndarray], np.ndarray]:
-        d = codes.shape[1]
-        rho = None if rho_total is None else rho_total / d
-        noisy, var = [], []
-        for j, g in enumerate(self.grid_.columns):
-            exact = np.bincount(codes[:, j], minlength=g.n_cells)
-            y, v = self._measure(exact, rho, f"1-way marginal of {g.spec.name!r}", ctx)
-            noisy.append(y)
-            var.append(v)
-        return noisy, np.array(var)
-
-    def _measure_two_way(self, comp: list[np.ndarray], csizes: list[int], rho: float | None, ctx: FitContext):
-        names = [g.spec.name for g in self.grid_.columns]
-        for a, b in self.edges_:
-            flat = comp[a] * csizes[b] + comp[b]
-            exact = np.bincount(flat, minlength=csizes[a] * csizes[b]).reshape(csizes[a], csizes[b])
-            y, v = self._measure(exact, rho, f"2-way marginal of ({names[a]!r}, {names[b]!r})", ctx)
-            self.two_way_counts_[(a, b)] = self.two_way_counts_[(a, b)] + y
-            self.two_way_var_[(a, b)] = self.two_way_var_[(a, b)] + v
-
-    @staticmethod
-    def _cohort_size(noisy: list[np.ndarray], var: np.ndarray) -> int:
-        """Inverse-variance mean of the noisy 1-way totals (a column's total has variance cells x var)."""
-        totals = np.array([y.sum() for y in noisy], dtype=float)
-        if np.any(var <= 0):
-            return max(int(round(totals.mean())), 1)
-        w = 1.0 / (var * np.array([len(y) for y in noisy]))
-        return max(int(round(float(np.sum(w * totals) / np.sum(w)))), 1)
-
-    def _init_compression(self, y1: list[np.ndarray], var1: np.ndarray, private: bool):
-        """Map full-grid cells to compressed cells (cells with noisy count < 3 sigma merged into the last one)."""
-        self.maps_ = []
-        self.merged_ = []
-        for noisy, v in zip(y1, var1):
-            k = len(noisy)
-            keep = noisy >= 3 * math.sqrt(v) if (private and self.compress) else np.ones(k, bool)
-            if keep.sum() >= k - 1:  # merging one cell (or none) changes nothing
-                keep = np.ones(k, bool)
-            mapping = np.empty(k, dtype=np.int64)
-            mapping[keep] = np.arange(int(keep.sum()))
-            mapping[~keep] = int(keep.sum())
-            self.maps_.append(mapping)
-            self.merged_.append(np.flatnonzero(~keep))
-
-    def _compressed_one_way(self, csizes: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Noisy 1-way counts and per-cell variances on the compressed cells (merged cells add up)."""
-        counts = [np.bincount(m, weights=y, minlength=c) for m, y, c in zip(self.maps_, self.one_way_counts_, csizes)]
-        var = [v * np.bincount(m, minlength=c) for m, v, c in zip(self.maps_, self.one_way_var_, csizes)]
-        return counts, var
-
-    def _select(self, comp: list[np.ndarray], csizes: list[int], rho_step: float | None, ctx: FitContext):
-        """Kruskal with exponential-mechanism steps (exact argmax when not private); returns the edges."""
-        d = len(comp)
-        one, _ = self._compressed_one_way(csizes)
-        probs = [_probabilities(o) for o in one]
+        Each step scores the pairs joining two components by the L1 distance between their marginal and the
+        independent estimate from the noisy 1-way marginals (a public model).
+        """
+        d = len(one_way)
+        independent = fit_model(one_way, self.compression_.sizes, size_estimate(one_way), iters=_ITERS)
         pairs = [(a, b) for a in range(d) for b in range(a + 1, d)]
-        scores = np.empty(len(pairs))
-        for i, (a, b) in enumerate(pairs):
-            flat = comp[a] * csizes[b] + comp[b]
-            exact = np.bincount(flat, minlength=csizes[a] * csizes[b]).reshape(csizes[a], csizes[b])
-            scores[i] = np.abs(exact - self.n_estimate_ * np.outer(probs[a], probs[b])).sum()
-        parent = list(range(d))
-
-        def find(x):
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        pairs_arr = np.array(pairs)
+        estimates = model_answers(independent, pairs, 0, None)
+        component = list(range(d))
         chosen = []
         for step in range(d - 1):
-            roots = np.array([find(x) for x in range(d)])
-            idx = np.flatnonzero(roots[pairs_arr[:, 0]] != roots[pairs_arr[:, 1]])
-            if rho_step is None:
-                pick = idx[int(np.argmax(scores[idx]))]
-            else:
-                pick = idx[exponential_mechanism_zcdp(scores[idx], sensitivity=1.0, rho=rho_step, noise=ctx.noise,
-                                                      accountant=ctx.accountant,
-                                                      target=f"MST tree selection step {step + 1}")]
-            a, b = pairs[pick]
-            parent[find(a)] = find(b)
-            chosen.append((a, b))
+            open_pairs = [p for p in pairs if component[p[0]] != component[p[1]]]
+            pick = open_pairs[engine.select(open_pairs, [estimates[p] for p in open_pairs], rho=rho_step,
+                                            target=f"MST tree selection step {step + 1}")]
+            old, new = component[pick[0]], component[pick[1]]
+            component = [new if c == old else c for c in component]
+            chosen.append(pick)
         return chosen
-
-    def _estimate(self, csizes: list[int]):
-        one, var = self._compressed_one_way(csizes)
-        two = {e: t.astype(float) for e, t in self.two_way_counts_.items()}
-        _, self.one_way_, self.order_, self.conditionals_ = estimate_tree_model(one, var, two, self.two_way_var_)
 
     # -- sampling -----------------------------------------------------------------
     def _sample_table(self, n_samples, rng):
-        comp = sample_tree(n_samples, self.order_, self.one_way_, self.conditionals_, rng)
-        codes = np.empty_like(comp)
-        for j, mapping in enumerate(self.maps_):
-            merged = self.merged_[j]
-            kept = np.flatnonzero(np.isin(np.arange(len(mapping)), merged, invert=True))
-            col = comp[:, j]
-            out = np.empty(n_samples, dtype=np.int64)
-            is_rare = col >= len(kept)
-            out[~is_rare] = kept[col[~is_rare]]
-            if is_rare.any():
-                out[is_rare] = merged[rng.integers(len(merged), size=int(is_rare.sum()))]
-            codes[:, j] = out
-        return self.decoder_.decode(codes, rng)
+        comp = self.model_.sample(n_samples, rng)
+        return self.decoder_.decode(self.compression_.expand(comp, rng), rng)

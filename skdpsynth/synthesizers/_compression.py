@@ -1,7 +1,7 @@
-"""AIM's domain compression: grid cells with small noisy 1-way counts merged before any 2-way is measured.
+"""Domain compression of the marginal synthesizers (MST, AIM): grid cells with small noisy 1-way counts merged.
 
-Post-processing of the noisy 1-way marginals (no privacy cost). Unordered
-columns merge their small cells into one "rare" cell (as MST); ordered columns
+Post-processing of the noisy 1-way marginals (no privacy cost), done once before any larger marginal is
+measured. Unordered columns merge their small cells into one "rare" cell (MST's compression); ordered columns
 (integers, binned numbers, dates) merge runs of *adjacent* cells until each
 group's noisy count reaches the threshold, so the model keeps coarse but
 ordered bins (a column of 3,000 people spread over 32 bins at a threshold of a
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from skdpsynth._grid import ColumnGrid
+from skdpsynth._grid import ColumnGrid, PublicGrid
 from skdpsynth.privacy import project_to_simplex
+from skdpsynth.synthesizers._graphical_model import Measurement
 
-__all__ = ["compress_column", "expand_codes"]
+__all__ = ["Compression", "compress_column", "expand_codes"]
 
 
 def _rare_groups(keep: np.ndarray) -> list[np.ndarray]:
@@ -93,3 +94,47 @@ def expand_codes(comp: np.ndarray, groups: list[np.ndarray], probs: list[np.ndar
             if len(rows):
                 out[rows] = cells[rng.choice(len(cells), size=len(rows), p=probs[g])]
     return out
+
+
+class Compression:
+    """Every column's compressed cells, fitted once on the first cohort's noisy 1-way marginals.
+
+    Parameters
+    ----------
+    grid : PublicGrid
+        The public cells.
+    one_way : list of Measurement
+        Noisy 1-way marginal of every column on the full grid, in column order.
+    threshold : float or None
+        Merge below this noisy count (None: keep every cell).
+
+    Attributes
+    ----------
+    maps : list of ndarray of int64
+        Per column, the compressed cell of every grid cell (the public maps the queries take).
+    groups, probs : list of list of ndarray
+        Per column and compressed cell, its grid cells and their noisy 1-way proportions.
+    sizes : ndarray of int64
+        Number of compressed cells of every column.
+    """
+
+    def __init__(self, grid: PublicGrid, one_way: list[Measurement], threshold: float | None) -> None:
+        fitted = [compress_column(g, np.asarray(m.counts), threshold) for g, m in zip(grid.columns, one_way)]
+        self.maps = [f[0] for f in fitted]
+        self.groups = [f[1] for f in fitted]
+        self.probs = [f[2] for f in fitted]
+        self.sizes = np.array([len(g) for g in self.groups], dtype=np.int64)
+
+    def compress(self, m: Measurement) -> Measurement:
+        """A full-grid 1-way measurement on the compressed cells (merged cells' counts and variances add up)."""
+        (j,) = m.clique
+        size = int(self.sizes[j])
+        counts = np.bincount(self.maps[j], weights=np.asarray(m.counts, float), minlength=size)
+        variance = np.bincount(self.maps[j], weights=np.broadcast_to(np.asarray(m.variance, float), self.maps[j].shape),
+                               minlength=size)
+        return Measurement(m.clique, counts, variance)
+
+    def expand(self, comp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Grid cell codes from a table of compressed codes (see :func:`expand_codes`)."""
+        return np.column_stack([expand_codes(comp[:, j], self.groups[j], self.probs[j], rng)
+                                for j in range(comp.shape[1])])
