@@ -1,6 +1,8 @@
 """skdpsynth: differentially private synthetic learner data, the scikit-learn way.
 
-Public names are imported lazily so that ``import skdpsynth`` does not import torch.
+Public names are imported lazily, and none needs an extra to be imported: ``import skdpsynth`` and
+``from skdpsynth import CAPSSynthesizer`` work on the core install; what needs ``skdpsynth[deep]`` or
+``skdpsynth[report]`` says so when it is used.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from typing import Any
 
 from skdpsynth.synthesizers._registry import REGISTRY
 
-__version__ = "0.1.0"
+#: the one place the version is written (pyproject.toml reads it)
+__version__ = "0.2.0.dev0"
 
 _LAZY = {
     "TableSchema": "skdpsynth.schema",
@@ -23,6 +26,7 @@ _LAZY = {
     "SchemaError": "skdpsynth.exceptions",
     "DomainEstimateError": "skdpsynth.exceptions",
     "InvalidBudgetError": "skdpsynth.exceptions",
+    "InvalidParameterError": "skdpsynth.exceptions",
     "NotFittedError": "skdpsynth.exceptions",
     "PrivacyLeakWarning": "skdpsynth.exceptions",
     "SkdpsynthError": "skdpsynth.exceptions",

@@ -15,6 +15,7 @@ from skdpsynth._io import check_output, write_table
 from skdpsynth.audit import ReleaseAuditor, pearl_checks
 from skdpsynth.datasets import make_learning_habits
 from skdpsynth.synthesizers._npgc import NPGCSynthesizer
+from skdpsynth.utils._optional import require
 
 __all__ = ["run_demo", "choose_output_folder", "DEFAULT_FOLDER", "MIN_STUDENTS"]
 
@@ -106,6 +107,7 @@ def run_demo(output: Path, n_students: int = 2000, epsilon: float = 2.0, seed: i
     if int(n_students) < MIN_STUDENTS:
         raise ValueError(f"--n-students must be at least {MIN_STUDENTS} (got {n_students}): the demo holds out 30% "
                          "of the students and audits the release against them.")
+    require("matplotlib", "sdmetrics", purpose="skdpsynth demo")
     start = time.perf_counter()
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)

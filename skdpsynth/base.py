@@ -52,6 +52,7 @@ from skdpsynth.privacy._domain import drop_unreleased_categories, estimate_schem
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.privacy._table import PrivateTable
 from skdpsynth.schema import TableSchema, infer_schema, resolve_schema
+from skdpsynth.utils._optional import require
 from skdpsynth.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from skdpsynth.utils._random import check_random_state, cohort_seed_sequence
 from skdpsynth.utils._validation import check_n_samples, check_table
@@ -131,6 +132,8 @@ class BaseSynthesizer(BaseEstimator, ABC):
         "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
         "reproducible_noise": ["boolean"],
     }
+    #: import names of the optional packages ``fit`` needs (an extra), checked before anything is read or spent
+    _requires: tuple[str, ...] = ()
 
     # -- public API -------------------------------------------------------------
     def fit(self, X: Any, y: Any = None, **fit_params: Any) -> BaseSynthesizer:
@@ -244,6 +247,7 @@ class BaseSynthesizer(BaseEstimator, ABC):
             if "'epsilon'" in str(exc) or "'delta'" in str(exc):
                 raise InvalidBudgetError(str(exc)) from None
             raise
+        require(*self._requires, purpose=type(self).__name__)
         check_budget(self.epsilon, self.delta)
         why = self._delta_required_by()
         if why and self.epsilon is not None and not self.delta > 0:

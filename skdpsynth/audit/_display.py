@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from skdpsynth.utils._optional import import_optional
+
 __all__ = ["AuditReportDisplay", "CONFIDENTIAL_NOTE", "format_value"]
 
 CONFIDENTIAL_NOTE = ("This report contains statistics of the confidential real data (membership-attack scores, "
@@ -30,7 +32,7 @@ def format_value(v: Any) -> str:
 
 
 def _pyplot():
-    import matplotlib
+    matplotlib = import_optional("matplotlib", "the audit report's figures (HTML, PNG)")
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt

@@ -6,6 +6,8 @@ import warnings
 
 import pandas as pd
 
+from skdpsynth.utils._optional import import_optional
+
 __all__ = ["sdmetrics_quality", "sdmetrics_metadata"]
 
 
@@ -47,7 +49,7 @@ def sdmetrics_quality(real: pd.DataFrame, synthetic: pd.DataFrame, schema=None) 
         SDMetrics scores categorical pairs only when their real association passes its threshold;
         when no pair does, ``column_pair_trends`` is NaN and ``overall`` is the column-shapes score.
     """
-    from sdmetrics.reports.single_table import QualityReport
+    QualityReport = import_optional("sdmetrics.reports.single_table", "sdmetrics_quality").QualityReport
 
     report = QualityReport()
     with warnings.catch_warnings():

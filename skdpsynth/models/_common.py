@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
+from skdpsynth.utils._optional import import_optional
 from skdpsynth.utils._random import check_random_state, torch_seed
+
+torch = import_optional("torch", "skdpsynth.models")  # the deep extra
 
 logger = logging.getLogger(__name__)
 

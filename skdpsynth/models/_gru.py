@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import f1_score
 from sklearn.utils.validation import check_is_fitted
@@ -20,6 +19,9 @@ from skdpsynth.models._common import (
     torch_threads,
     train_with_early_stopping,
 )
+from skdpsynth.utils._optional import import_optional
+
+torch = import_optional("torch", "GRUSequenceClassifier")  # the deep extra
 
 __all__ = ["GRUSequenceClassifier", "sequences_from_long"]
 

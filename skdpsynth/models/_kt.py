@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.base import BaseEstimator
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 from sklearn.utils.validation import check_is_fitted
@@ -25,6 +24,9 @@ from skdpsynth.models._common import (
     torch_threads,
     train_with_early_stopping,
 )
+from skdpsynth.utils._optional import import_optional
+
+torch = import_optional("torch", "DKT / SAKT")  # the deep extra
 
 __all__ = ["DKT", "SAKT"]
 

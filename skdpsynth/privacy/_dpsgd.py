@@ -31,6 +31,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from skdpsynth.privacy._accounting import BudgetRecord
+from skdpsynth.utils._optional import import_optional
 
 __all__ = [
     "DPSGDPlan",
@@ -76,7 +77,7 @@ def rdp_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delt
     -------
     float
     """
-    from opacus.accountants import RDPAccountant
+    RDPAccountant = import_optional("opacus.accountants", "DP-SGD accounting").RDPAccountant
 
     _check_dpsgd(noise_multiplier, sample_rate, steps, delta)
     if steps == 0:
@@ -87,9 +88,9 @@ def rdp_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delt
 
 
 def _pld(noise_multiplier: float, sample_rate: float, steps: int, grid_step: float):
-    from dp_accounting.pld.privacy_loss_distribution import from_gaussian_mechanism
+    pld = import_optional("dp_accounting.pld.privacy_loss_distribution", "DP-SGD accounting")
 
-    return from_gaussian_mechanism(
+    return pld.from_gaussian_mechanism(
         standard_deviation=float(noise_multiplier), sampling_prob=float(sample_rate), use_connect_dots=True,
         value_discretization_interval=grid_step, pessimistic_estimate=True,
     ).self_compose(int(steps))
@@ -181,7 +182,7 @@ def dpsgd_privacy_report(*, noise_multiplier: float, sample_rate: float, steps: 
     >>> round(r["mu"], 2)
     1.57
     """
-    from gdpnum import PLDConverter
+    PLDConverter = import_optional("gdpnum", "DP-SGD accounting").PLDConverter
 
     _check_dpsgd(noise_multiplier, sample_rate, steps, delta)
     out = {"noise_multiplier": float(noise_multiplier), "sample_rate": float(sample_rate), "steps": int(steps),
@@ -220,7 +221,7 @@ def _calibrate_rdp(epsilon: float, delta: float, sample_rate: float, steps: int,
     A pure function of public (or already DP) settings, cached: refits with the
     same settings skip the search.
     """
-    from opacus.accountants.utils import get_noise_multiplier
+    get_noise_multiplier = import_optional("opacus.accountants.utils", "DP-SGD accounting").get_noise_multiplier
 
     sigma = float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=sample_rate,
                                        steps=steps, accountant="rdp", epsilon_tolerance=epsilon_tolerance,

@@ -283,6 +283,8 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         "cohort_composition": BaseTabularSynthesizer._COMPOSITION, "verbose": ["verbose"],
     }
 
+    _requires = ("torch", "opacus", "dp_accounting", "gdpnum")
+
     def __init__(self, *, epsilon=1.0, delta=1e-5, target=None, public_data=None, schema=None,
                  expected_cohort_size=None, m1_hidden=(128,), z1_dim=16, m2_hidden=(32,), z2_dim=4,
                  classifier_hidden=(), beta1=1.0, beta2=1.0, alpha=1.0, pretrain_epochs=10,

@@ -11,6 +11,7 @@ import pandas as pd
 from skdpsynth._grid import seconds_to_datetime
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.privacy import PrivateTable
+from skdpsynth.utils._optional import import_optional
 from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["CTGANSynthesizer", "TVAESynthesizer"]
@@ -22,14 +23,7 @@ _ADAPTER_CONSTRAINTS = {k: v for k, v in BaseTabularSynthesizer._parameter_const
 
 
 def _import_ctgan():
-    try:
-        import ctgan
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "CTGANSynthesizer / TVAESynthesizer need the optional 'ctgan' package: "
-            "pip install 'skdpsynth[bench]' (or pip install ctgan)."
-        ) from exc
-    return ctgan
+    return import_optional("ctgan", "CTGANSynthesizer / TVAESynthesizer")
 
 
 class _CTGANAdapter(BaseTabularSynthesizer):

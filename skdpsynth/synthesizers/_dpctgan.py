@@ -20,13 +20,14 @@ from skdpsynth.synthesizers._gan_common import (
     POSITIVE_REAL,
     GridEncoder,
     check_hidden_dims,
-    generate,
-    make_discriminator,
-    make_generator,
     progress,
 )
+from skdpsynth.utils._optional import deferred_import
 from skdpsynth.utils._param_validation import Interval
 from skdpsynth.utils._random import torch_seed
+
+#: the torch networks, imported when a fit or sample first needs them (the ``deep`` extra)
+_nets = deferred_import("skdpsynth.synthesizers._gan_nets", "DPCTGANSynthesizer")
 
 __all__ = ["DPCTGANSynthesizer"]
 
@@ -130,6 +131,8 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
         "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
     }
 
+    _requires = ("torch", "opacus")
+
     def __init__(self, *, epsilon=1.0, delta=1e-5, schema=None, n_bins=16, epochs=10, batch_size=256, noise_dim=32,
                  hidden_dims=(128, 128), learning_rate=2e-4, max_grad_norm=1.0, count_share=0.02, domain_share=0.1,
                  cohort_composition="parallel", random_state=None, reproducible_noise=False, verbose=False):
@@ -166,7 +169,7 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.encoder_ = GridEncoder(self.grid_)
-            self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
+            self.generator_ = _nets.make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
         n_pub, q, steps, plan = self._plan(table)
         self._train(table, q, steps, n_pub, plan, ctx)
         self.n_estimate_ = int(n_pub)
@@ -198,7 +201,7 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
         import torch
         from opacus import GradSampleModule
 
-        disc = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
+        disc = _nets.make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
         model_gen = torch.Generator().manual_seed(torch_seed(ctx.rng))  # generated rows: post-processing
         expected = max(int(round(q * n_pub)), 1)
         dgsm = GradSampleModule(disc, loss_reduction="sum")
@@ -254,4 +257,4 @@ class DPCTGANSynthesizer(BaseTabularSynthesizer):
         dgsm.enable_hooks()
 
     def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:
-        return generate(self.generator_, self.encoder_, n_samples, self.noise_dim, rng)
+        return _nets.generate(self.generator_, self.encoder_, n_samples, self.noise_dim, rng)

@@ -17,13 +17,14 @@ from skdpsynth.synthesizers._gan_common import (
     POSITIVE_INT,
     GridEncoder,
     check_hidden_dims,
-    generate,
-    make_discriminator,
-    make_generator,
     progress,
 )
+from skdpsynth.utils._optional import deferred_import
 from skdpsynth.utils._param_validation import Interval
 from skdpsynth.utils._random import torch_seed
+
+#: the torch networks, imported when a fit or sample first needs them (the ``deep`` extra)
+_nets = deferred_import("skdpsynth.synthesizers._gan_nets", "PATEGANSynthesizer")
 
 __all__ = ["PATEGANSynthesizer"]
 
@@ -151,6 +152,8 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
         "cohort_composition": BaseTabularSynthesizer._COMPOSITION,
     }
 
+    _requires = ("torch",)
+
     def __init__(self, *, epsilon=1.0, delta=1e-5, schema=None, n_bins=16, n_teachers=50, n_iter=100, batch_size=64,
                  teacher_steps=5, teacher_batch=64, student_steps=10, buffer_iters=10, noise_dim=32,
                  hidden_dims=(64, 64), learning_rate=1e-3, count_share=0.02, domain_share=0.1,
@@ -186,8 +189,8 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
         if ctx.first:
             self.grid_ = PublicGrid(self.schema_, self.n_bins)
             self.encoder_ = GridEncoder(self.grid_)
-            self.generator_ = make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
-            self.student_ = make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
+            self.generator_ = _nets.make_generator(self.noise_dim, tuple(self.hidden_dims), self.encoder_, ctx.rng)
+            self.student_ = _nets.make_discriminator(self.encoder_.dim, tuple(self.hidden_dims), ctx.rng)
         aggregator = self._charge(table, ctx)
         self._train(table.teachers(self.encoder_.transform, self.n_teachers), aggregator, ctx)
         self.vote_sigma_ = aggregator.plan.sigma if aggregator is not None else 0.0
@@ -308,4 +311,4 @@ class PATEGANSynthesizer(BaseTabularSynthesizer):
             p.requires_grad_(True)
 
     def _sample_table(self, n_samples: int, rng: np.random.Generator) -> pd.DataFrame:
-        return generate(self.generator_, self.encoder_, n_samples, self.noise_dim, rng)
+        return _nets.generate(self.generator_, self.encoder_, n_samples, self.noise_dim, rng)
