@@ -68,7 +68,7 @@ def test_small_table_at_epsilon_1_fits_with_plausible_medians_and_categories():
     assert abs(out["score"].median() - X["score"].median()) <= 0.5 * iqr
     assert abs(out["age"].median() - X["age"].median()) <= 4
     cats = set(est.schema_["group"].categories)
-    assert "A" in cats and cats <= {"A", "B", "C"}
+    assert "A" in cats and cats <= {"A", "B", "C", "(other)"}  # "(other)": categories too rare to release
     assert out["score"].notna().all() and out["age"].notna().all()  # no missing value is invented
     assert str(out["age"].dtype) == "int64"
 

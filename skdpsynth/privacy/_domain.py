@@ -31,9 +31,12 @@ modes: :mod:`._domain_plan`):
 
 Fitting the table into the estimate (:func:`drop_unreleased_categories`) is a
 public rule applied to each value on its own: values of another class than the
-column's kind and unreleased categories become missing, decimals in an integer
-column are rounded, numbers and dates are clipped to the estimated bounds; a
-column found not nullable gets a ``fill`` (its noisy median or mode) for them.
+column's kind become missing; categories of a text column that were not
+released become the category ``"(other)"`` when the noisy count says they hold
+more people than the noise explains (the warning then names the column), else
+missing; decimals in an integer column are rounded; numbers and dates are
+clipped to the estimated bounds; a column found not nullable gets a ``fill``
+(its noisy median or mode) for missing values.
 Every message depends on public inputs and noisy answers only, and says so.
 """
 
@@ -51,10 +54,12 @@ from skdpsynth.privacy._domain_columns import (
     DEFAULT_QUANTILES,
     MISSING,
     NUMERIC,
+    OTHER,
     TAIL_SHARE,
     Z_TAIL,
     Column,
     bounds,
+    codes_unreleased,
     decide,
     false_positive_rate,
     show,
@@ -267,7 +272,7 @@ def _tail_check(cols: list[Column], run: DomainRun, n_hat: int) -> list[str]:
         n_col = max(n_hat - (c.missing if c.binned else 0.0), 1.0)
         if not c.binned:  # integer codes: missing or unreleased, against released
             c.missing = float(chunk[0])
-            if chunk[0] >= max(Z_TAIL * sd_tail, TAIL_SHARE * n_hat):
+            if codes_unreleased(c, run.plan):  # exactly the columns that become nullable
                 notes.append(f"{c.name!r}: about {chunk[0] / max(n_hat, 1):.1%} of values are missing or codes that "
                              "were not released (treated as missing)")
             continue
@@ -365,9 +370,10 @@ def drop_unreleased_categories(X: pd.DataFrame, schema: TableSchema) -> pd.DataF
     """Fit ``X`` into a DP-estimated domain, silently, by a public rule applied to each value on its own.
 
     Every value is read by its own form (:func:`~._domain_kinds.parse_column`),
-    as the kinds were counted: values of another class than the column's kind and
-    categories the estimate did not release become missing values (then the
-    column's ``fill`` when it is not nullable, in ``schema.validate``); decimals
+    as the kinds were counted: values of another class than the column's kind
+    become missing values (then the column's ``fill`` when it is not nullable,
+    in ``schema.validate``); categories the estimate did not release become
+    ``"(other)"`` when the schema has that category, else missing; decimals
     in an integer column are rounded; numbers and dates are clipped to the
     estimated bounds. No message says which columns were affected or how much:
     that is private.
@@ -400,4 +406,5 @@ def _fit_column(col: pd.Series, spec) -> pd.Series:
                            dtype=object)
     else:
         values = col.astype(object).where(p.classes != MISSING_CLASS, np.nan)
-    return values.where(values.isin(list(spec.categories)), np.nan)
+    unknown = values.notna() & ~values.isin(list(spec.categories))
+    return values.where(~unknown, OTHER if OTHER in spec.categories else np.nan)

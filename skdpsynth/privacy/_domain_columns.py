@@ -17,8 +17,9 @@ from skdpsynth.privacy._domain_bins import ScaleFreeBins, anchored, quantile_bin
 from skdpsynth.privacy._domain_plan import DomainPlan
 from skdpsynth.schema import ColumnSpec
 
-__all__ = ["Column", "NUMERIC", "MISSING", "TAIL_SHARE", "Z_TAIL", "DEFAULT_QUANTILES", "false_positive_rate",
-           "decide", "bounds", "tightened", "tail_cells", "unreleased_notes", "show", "spec_of"]
+__all__ = ["Column", "NUMERIC", "MISSING", "OTHER", "TAIL_SHARE", "Z_TAIL", "DEFAULT_QUANTILES",
+           "false_positive_rate", "decide", "bounds", "tightened", "tail_cells", "unreleased_notes", "codes_unreleased",
+           "show", "spec_of"]
 
 NUMERIC = ("continuous", "integer", "datetime")
 FP = 0.05  # expected number of empty bins the detection lets through, per table
@@ -28,6 +29,8 @@ Z_TAIL = 4.0
 CODE_SPAN, CODE_UNRELEASED, CODE_TOP = 64, 0.25, 0.8
 DEFAULT_QUANTILES = (0.002, 0.998)
 MISSING = object()  # the key of a categorical column's missing values
+#: the category that stands for every category of a text column that was not released (held by too few people)
+OTHER = "(other)"
 
 
 @dataclass
@@ -151,15 +154,29 @@ def unreleased(c: Column, plan: DomainPlan, n_hat: int) -> tuple[float, float]:
     return n_hat - held, float(sd)
 
 
+def has_other(c: Column, plan: DomainPlan, n_hat: int) -> bool:
+    """Whether a text column's unreleased categories hold more people than the noise explains (then they are
+    released as :data:`OTHER`, not as missing values, and the warning names the column)."""
+    if c.kind != "categorical" or c.codes or not c.keys:
+        return False
+    mass, sd = unreleased(c, plan, n_hat)
+    return mass >= max(Z_NULL * sd, TAIL_SHARE * n_hat)
+
+
+def codes_unreleased(c: Column, plan: DomainPlan) -> bool:
+    """Whether integer codes have missing or unreleased values beyond the noise (then the column is nullable and
+    the warning names it)."""
+    return c.missing >= Z_NULL * plan.parts["tail"].sd
+
+
 def unreleased_notes(cols: list[Column], plan: DomainPlan, n_hat: int) -> list[str]:
-    """Warnings (noisy figures only) for categorical columns with more than 1% of rare, unreleased categories."""
+    """Warnings (noisy figures only) naming every text column whose unreleased categories become :data:`OTHER`."""
     notes = []
     for c in cols:
-        if c.kind == "categorical" and c.keys:
-            mass, sd = unreleased(c, plan, n_hat)
-            if mass >= max(Z_TAIL * sd, TAIL_SHARE * n_hat):
-                notes.append(f"{c.name!r}: about {mass / max(n_hat, 1):.1%} of values (a noisy figure) are rare "
-                             "categories that were not released (treated as missing)")
+        if has_other(c, plan, n_hat):
+            mass, _ = unreleased(c, plan, n_hat)
+            notes.append(f"{c.name!r}: about {mass / max(n_hat, 1):.1%} of values (a noisy figure) are categories "
+                         f"held by too few people to be released (released as {OTHER!r})")
     return notes
 
 
@@ -175,12 +192,11 @@ def spec_of(c: Column, plan: DomainPlan, n_hat: int) -> ColumnSpec:
         return ColumnSpec(c.name, "boolean", nullable=nullable, fill=None if nullable else bool(np.argmax(c.noisy)))
     if c.kind == "categorical" or c.codes:
         if c.codes:
-            nullable = c.missing >= Z_NULL * plan.parts["tail"].sd
+            nullable = codes_unreleased(c, plan)
             cats = sorted(c.keys)
-        else:  # its missing key released, or rare categories (treated as missing) more than noise
-            mass, sd = unreleased(c, plan, n_hat)
-            nullable = c.missing_released or mass >= max(Z_NULL * sd, TAIL_SHARE * n_hat)
-            cats = sorted(c.keys, key=str)
+        else:  # nullable when its missing key was released; rare categories more than noise: one more category
+            nullable = c.missing_released
+            cats = sorted(c.keys, key=str) + ([OTHER] if has_other(c, plan, n_hat) and OTHER not in c.keys else [])
         fill = None if nullable else max(c.keys, key=c.keys.get)
         return ColumnSpec(c.name, "categorical", categories=tuple(cats), nullable=nullable, fill=fill)
     lo, hi = bounds(c)

@@ -455,28 +455,28 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         return TableInput(frame)
 
     def _check_target(self, frame: pd.DataFrame) -> list[str]:
+        """The target and feature columns exist (public: column names only).
+
+        The labels themselves are checked against a public label space (a schema or ``label_space``) in
+        :meth:`_check_labels`; without one, a label the DP domain estimate did not release is treated publicly
+        (see :meth:`_resolve_domain`), so no refusal depends on one person's label.
+        """
         if self.target not in frame.columns:
             raise SchemaError(f"target column {self.target!r} is not in X (columns: {list(frame.columns)[:10]}...).")
         features = self._features(frame.columns)
         if not features:
             raise SchemaError("X has no feature columns besides the target.")
-        target = frame[self.target]
-        if target.isna().any():
-            raise SchemaError(f"target column {self.target!r} has missing values; every private row needs a label.")
-        if pd.api.types.is_float_dtype(target.dtype) and (np.abs(target - np.round(target)) > 0).any():
-            raise SchemaError(f"target column {self.target!r} holds non-integer numbers: CAPS needs a class label.")
-        if target.nunique() < 2:
-            raise SchemaError(f"target column {self.target!r} is constant: M2 needs at least two classes.")
         return features
 
     def _check_labels(self, target: pd.Series, labels: Sequence) -> None:
+        """Every label in the PUBLIC label space, before any spend (bad input; no label is quoted)."""
         if len(labels) < 2:
             raise SchemaError(f"the label space of {self.target!r} needs at least two classes, got {list(labels)}.")
         values = [v.item() if isinstance(v, np.generic) else v for v in target.to_numpy(dtype=object)]
-        unknown = sorted({repr(v) for v in values if v not in set(labels)})
-        if unknown:
-            raise SchemaError(f"target column {self.target!r} has labels {unknown[:5]} outside this cycle's label "
-                              f"space {list(labels)}; pass label_space=[...] to partial_fit for a new label space.")
+        if not set(values) <= set(labels):
+            raise SchemaError(f"target column {self.target!r} has missing labels or labels outside this cycle's "
+                              f"label space {list(labels)}; every private row needs one of them (pass "
+                              "label_space=[...] to partial_fit for a new label space).")
 
     def _privacy(self, first: bool) -> CyclePrivacy:
         """This cycle's budget split and DP-SGD schedule (parameters only; raises before any spend)."""
@@ -490,20 +490,23 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         schema = super()._resolve_domain(X, ctx)
         spec = schema[self.target]
         labels = ctx.params.get("label_space") or _label_categories(spec)
-        return self._with_labels(schema, labels, nullable=spec.nullable and resolve_schema(self.schema) is None)
+        if resolve_schema(self.schema) is not None:
+            return self._with_labels(schema, labels)
+        # estimated under DP: a missing label, or one the estimate did not release, becomes the noisy mode (a public
+        # rule applied to each row on its own) -- never a refusal that one person's label could trigger
+        return self._with_labels(schema, labels, fill=spec.fill if spec.fill in labels else labels[0])
 
-    def _with_labels(self, schema: TableSchema, labels: Sequence, nullable: bool = False) -> TableSchema:
-        spec = ColumnSpec(self.target, "categorical", categories=tuple(labels), nullable=nullable)
+    def _with_labels(self, schema: TableSchema, labels: Sequence, fill: Any = None) -> TableSchema:
+        spec = ColumnSpec(self.target, "categorical", categories=tuple(labels), nullable=False, fill=fill)
         return replace(schema, columns=tuple(spec if c.name == self.target else c for c in schema.columns))
 
     def _fit_cohort(self, data: TableInput, ctx: FitContext) -> None:
         space = ctx.params.get("label_space")
         given = resolve_schema(self.schema)
         target = data.frame[self.target]
-        if not ctx.first:  # before any spend
-            self._check_labels(target, space or self.label_space_)
-        elif given is not None or space is not None:
-            self._check_labels(target, space or _label_categories(given[self.target]))
+        if space is not None or given is not None:  # a public label space: checked before any spend
+            self._check_labels(target, space or (self.label_space_ if not ctx.first
+                                                 else _label_categories(given[self.target])))
         previous = None if ctx.first else self.schema_
         if previous is not None and space is not None:
             self.schema_ = self._with_labels(previous, space)
