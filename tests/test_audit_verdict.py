@@ -89,12 +89,14 @@ def _masked(entry: dict) -> dict:
     return out
 
 
-@pytest.mark.parametrize("where, verdict_epsilon", [("holdout", None), ("train", 1.0)])
+@pytest.mark.parametrize("where, verdict_epsilon", [("holdout", None), ("holdout", 1.0), ("train", 1.0)])
 def test_the_public_ledger_entry_is_the_same_for_neighbouring_data(fixed_release, tmp_path, where, verdict_epsilon):
     train, holdout, synth, release = fixed_release
     kw = {"verdict_epsilon": verdict_epsilon}
     base, base_warnings = _published(kw, synth, release, train, holdout, tmp_path)
-    assert base["results"]["privacy"]["verdict"]["source"] == ("confidential" if verdict_epsilon is None else "dp")
+    shown = "confidential" if verdict_epsilon is None else "dp"
+    assert base["results"]["privacy"]["verdict"]["source"] == base["results"]["fairness"]["verdict"]["source"] == shown
+    assert base["results"]["utility"]["verdict"]["source"] == "confidential"  # no DP rule: not published
     for name, person in EXTREME.items():
         t, h = (_with(train, person), holdout) if where == "train" else (train, _with(holdout, person))
         entry, caught = _published(kw, synth, release, t, h, tmp_path)
@@ -251,3 +253,35 @@ def test_an_unknown_positive_class_quotes_no_holdout_value():
     with pytest.raises(ValueError, match="graduate"):  # the schema's categories are public
         ReleaseAuditor([("fairness", check)], schema=student_schema()).audit(
             synthetic=train, X_train=train, X_holdout=holdout)
+
+
+@pytest.mark.parametrize("positive", ["dropout", None])
+def test_noisy_fairness_verdict_follows_the_exact_rule_at_a_large_epsilon(positive):
+    train, holdout = make_students(400, 60), make_students(400, 61)
+    fair = make_students(400, 62)
+    biased = fair.assign(outcome=np.where(fair["group"] == "B", "graduate", fair["outcome"]))  # B never drops out
+    for release, expect in ((fair, True), (biased, False)):
+        check = FairnessCheck(target="outcome", protected="group", positive=positive, max_gap=0.3, min_recall=0.3)
+        report = ReleaseAuditor([("fairness", check)], schema=student_schema(), verdict_epsilon=200.0).audit(
+            synthetic=release, X_train=train, X_holdout=holdout, privacy=GUARANTEE)
+        exact, noisy = report.results["fairness"], report.results["fairness"].verdict
+        assert exact.passed is expect and noisy["source"] == "dp"
+        assert (noisy["applicable"], noisy["passed"], noisy["public_reason"]) == (
+            exact.applicable, exact.passed, exact.public_reason)
+    (record,) = report.audit_budget["records"]
+    assert record["sensitivity"] == 1.0 and record["epsilon"] == 200.0  # one protected attribute
+
+
+def test_noisy_fairness_support_rule_is_decided_on_noisy_counts(tmp_path):
+    """The attack above, with a published verdict: the applicability bit is noisy, not exact."""
+    from skdpsynth.privacy._threshold import VerdictAnswers
+
+    release = make_students(300, 22)
+    check = FairnessCheck(target="outcome", protected="group", positive="dropout")
+    rates = []
+    for n_b in (9, 10):
+        train, holdout = _support_attack_tables(n_b)
+        data = AuditData(synthetic=release, holdout=holdout, train=train, schema=student_schema())
+        check.evaluate(data)  # the model trained on the release, shared through the cache
+        rates.append(np.mean([check.dp_verdict(data, VerdictAnswers(0.5), 0.5)[0] for _ in range(200)]))
+    assert all(0.1 < r < 0.9 for r in rates), rates  # both bits occur on both neighbours: no deterministic tell

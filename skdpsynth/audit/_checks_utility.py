@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from skdpsynth.audit._base import AuditData, BaseCheck, CheckResult, _as_list, require_columns, require_label
-from skdpsynth.audit._checks_common import check_seed, long_features
+from skdpsynth.audit._checks_common import check_seed, is_schema, long_features
 from skdpsynth.metrics._fairness import fairness_gaps
 from skdpsynth.metrics._regression import target_task, tstr_regression_scores
 from skdpsynth.metrics._utility import outcome_coverage, tstr_scores
@@ -205,6 +205,13 @@ class FairnessCheck(BaseCheck):
     applicable"). Not applicable when no attribute has two usable groups, or
     the target is numeric (recall needs classes). Score: ``1 - worst gap``.
 
+    Published verdict (``ReleaseAuditor(verdict_epsilon=...)``, when the public
+    schema lists the categories of the target and of every protected
+    attribute): the same rule on a noisy histogram of (group, class, correct)
+    of the model trained on the release, predicting each holdout person (the
+    support rule on noisy counts too). Each person adds 1 to one cell per
+    attribute: L1 sensitivity = the number of protected attributes.
+
     Parameters
     ----------
     target : str
@@ -220,6 +227,8 @@ class FairnessCheck(BaseCheck):
     """
 
     name = "fairness"
+    dp_sensitivity = ("L1 = the number of protected attributes: each holdout person adds 1 to one (group, class, "
+                      "correct) cell per attribute, the class and correctness of the model trained on the release")
 
     def __init__(self, *, target, protected, positive=None, max_gap=0.2, min_recall=0.4, min_support=10,
                  estimator=None, random_state=None):
@@ -269,26 +278,105 @@ class FairnessCheck(BaseCheck):
         if not np.isfinite(gap):
             return self._not_applicable("not applicable: no protected attribute has two groups with enough support",
                                         details)
-        fails, public = [], []
+        fails = []
         if gap > self.max_gap:
             per = syn_gaps["per_attribute"][syn_gaps["worst_attribute"]]["groups"]
             used = {k: v["recall"] for k, v in per.items() if v["used"]}
             lo_g, hi_g = min(used, key=used.get), max(used, key=used.get)
             fails.append(f"worst-group recall gap {gap:.3f} > {self.max_gap} on {syn_gaps['worst_attribute']!r} "
                          f"({lo_g}: {used[lo_g]:.3f} vs {hi_g}: {used[hi_g]:.3f})")
-            public.append(f"worst-group recall gap above {self.max_gap} on {syn_gaps['worst_attribute']!r}")
         if low < self.min_recall:
             fails.append(f"minimum subgroup recall {low:.3f} < {self.min_recall}")
-            public.append(f"minimum subgroup recall below {self.min_recall}")
         reason = ("fairness: " + "; ".join(fails)) if fails else (
             f"worst-group recall gap {gap:.3f} <= {self.max_gap}; minimum subgroup recall {low:.3f} >= "
             f"{self.min_recall}")
-        public_reason = ("fairness: " + "; ".join(public)) if public else (
-            f"fairness: worst-group recall gap at most {self.max_gap}; minimum subgroup recall at least "
-            f"{self.min_recall}")
+        public_reason = self._rule(gap, low, syn_gaps["worst_attribute"])[1]
         recalls = {a: {g: v["recall"] for g, v in d["groups"].items()} for a, d in syn_gaps["per_attribute"].items()}
         real_recalls = {a: {g: v["recall"] for g, v in d["groups"].items()}
                         for a, d in real_gaps["per_attribute"].items()}
         return CheckResult(self.name, 1.0 - gap, not fails, self._threshold(), reason, details,
                            confidential=["synthetic_trained", "real_trained"], public_reason=public_reason,
                            artifacts={"recalls": recalls, "real_recalls": real_recalls})
+
+    def _rule(self, gap: float, low: float, worst: Any) -> tuple[bool, str]:
+        """The decision on the worst gap and the lowest recall, and its public reason (no figure)."""
+        public = []
+        if gap > self.max_gap:
+            public.append(f"worst-group recall gap above {self.max_gap} on {worst!r}")
+        if low < self.min_recall:
+            public.append(f"minimum subgroup recall below {self.min_recall}")
+        return not public, ("fairness: " + "; ".join(public)) if public else (
+            f"fairness: worst-group recall gap at most {self.max_gap}; minimum subgroup recall at least "
+            f"{self.min_recall}")
+
+    def _public_levels(self, schema: Any) -> dict[str, list[str]] | None:
+        """Categories of the target and each protected attribute from the public schema (None if one lacks them)."""
+        names = [self.target, *_as_list(self.protected)]
+        if not is_schema(schema) or any(n not in schema or not schema[n].categories for n in names):
+            return None
+        return {n: [str(c) for c in schema[n].categories] for n in names}
+
+    def supports_dp_verdict(self, data: AuditData) -> bool:
+        return self._public_levels(data.schema) is not None
+
+    def dp_verdict(self, data: AuditData, answers, epsilon: float) -> tuple[bool, bool, str]:
+        levels = self._public_levels(data.schema)
+        attrs = _as_list(self.protected)
+        if self.target not in data.synthetic.columns:
+            return False, True, f"not applicable: the release lacks the target column {self.target!r}"
+        res = _tstr_cached(data, self.target, self.estimator, check_seed(data, self.random_state),
+                           (data.synthetic, data.holdout, data.train), (None, "None"))
+        hold = data.holdout[data.holdout[self.target].notna()]
+        classes = [str(self.positive)] if self.positive is not None else levels[self.target] + ["<other>"]
+        y_true, y_pred = (np.asarray(pd.Series(y).astype(str)) for y in (res["y_true"], res["y_pred_tstr"]))
+        cls = np.array([classes.index(v) if v in classes else -1 for v in y_true])
+        if self.positive is None:
+            cls[cls < 0] = len(classes) - 1
+        shapes = [(len(levels[a]) + 2, len(classes), 2) for a in attrs]  # groups + missing + other
+        cells, offset = [], 0
+        for a, shape in zip(attrs, shapes):
+            g = _group_index(hold[a], levels[a])
+            cell = np.ravel_multi_index((g, np.maximum(cls, 0), (y_pred == y_true).astype(int)), shape)
+            cells.append(np.where(cls >= 0, cell + offset, -1))
+            offset += int(np.prod(shape))
+        noisy = answers.histogram(np.column_stack(cells), offset, epsilon=epsilon,
+                                  target=f"audit verdict {self.name!r}: (group, class, correct) of the synthetic-"
+                                         "trained model on the holdout")
+        counts = np.split(np.maximum(noisy, 0).astype(float), np.cumsum([int(np.prod(s)) for s in shapes])[:-1])
+        gaps, lows = {}, []
+        for a, c, shape in zip(attrs, counts, shapes):
+            recalls = _noisy_recalls(c.reshape(shape), self.min_support)
+            lows += recalls
+            if len(recalls) >= 2:
+                gaps[a] = max(recalls) - min(recalls)
+        if not gaps:
+            return False, True, "not applicable: no protected attribute has two groups with enough support"
+        worst = max(gaps, key=gaps.get)
+        passed, reason = self._rule(gaps[worst], min(lows), worst)
+        return True, passed, reason
+
+
+def _group_index(values: pd.Series, categories: list[str]) -> np.ndarray:
+    """Each row's group: its category's index, then one cell for missing and one for anything else."""
+    lookup = {c: i for i, c in enumerate(categories)}
+    missing = values.isna().to_numpy()
+    index = np.array([lookup.get(str(v), len(categories) + 1) for v in values], dtype=np.int64)
+    index[missing] = len(categories)
+    return index
+
+
+def _noisy_recalls(counts: np.ndarray, min_support: int) -> list[float]:
+    """Recall within each group with enough noisy support, from (group, class, correct) counts.
+
+    Per group: the mean over classes with a noisy count of at least 1 of correct / count (one class: the
+    positive class's recall; several: macro recall), as :func:`skdpsynth.metrics.fairness_gaps` on exact rows.
+    """
+    out = []
+    for group in counts:
+        per_class = group.sum(axis=1)
+        if per_class.sum() < min_support:
+            continue
+        seen = per_class >= 1
+        if seen.any():
+            out.append(float(np.mean(group[seen, 1] / per_class[seen])))
+    return out
