@@ -1,7 +1,8 @@
 """The documentation is tested code: every ```python block of README.md and docs/*.md runs as written.
 
-Each Markdown file is one test case: its Python blocks, in order, form one script that runs with
-``python`` in a subprocess, in a fresh temporary working directory (so files the examples write never
+Each Markdown file is one test case: its Python blocks run in order, in one namespace, as one script
+run by ``python`` in a subprocess (a failing block is reported by its index and line, and the next
+blocks still run), in a fresh temporary working directory (so files the examples write never
 touch the repository, and classes defined in a block are picklable). The loaders find the real data
 through ``SKDPSYNTH_DATA_HOME`` (the shared data folder, laid out like their cache) and cannot download:
 the proxy variables point at a closed local port. A block whose first line is a comment saying
@@ -10,6 +11,7 @@ the proxy variables point at a closed local port. A block whose first line is a 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -71,17 +73,36 @@ def python_blocks(path: Path) -> list[Block]:
     return [b for b in code_blocks(path) if b.lang == "python" and not b.skipped]
 
 
-def build_script(path: Path) -> tuple[str, list[int]]:
-    """One script from a file's Python blocks, and for every script line the Markdown line it came from."""
-    parts, origin = [], []
-    for block in python_blocks(path):
-        header = f"# ---- {path.name}, block at line {block.line}"
-        parts.append(header)
-        origin.append(block.line - 1)
-        for k, line in enumerate(block.code.splitlines()):
-            parts.append(line)
-            origin.append(block.line + k)
-    return "\n".join(parts) + "\n", origin
+RUNNER = """\
+import json
+import traceback
+
+DOC = {doc!r}
+BLOCKS = json.loads({blocks!r})
+failed = []
+for index, (line, code) in enumerate(BLOCKS, 1):
+    try:
+        # padded so that a traceback names the Markdown file and its line
+        exec(compile("\\n" * (line - 1) + code, DOC, "exec"), globals())
+    except Exception as exc:
+        traceback.print_exc()
+        failed.append(f"{{DOC_NAME}} block {{index}} (line {{line}}): {{type(exc).__name__}}: {{exc}}")
+print(f"BLOCKS RUN: {{len(BLOCKS) - len(failed)}}/{{len(BLOCKS)}}", flush=True)
+for failure in failed:
+    print("FAILED", failure, flush=True)
+raise SystemExit(1 if failed else 0)
+"""
+
+
+def build_script(path: Path) -> str:
+    """One script from a file's Python blocks: each block runs in turn in one namespace (that of ``__main__``).
+
+    A block that raises is reported by its index and first line, with its traceback, and the next block still
+    runs, so that one run names every failing block (later failures may follow from an earlier one).
+    """
+    blocks = json.dumps([(b.line, b.code) for b in python_blocks(path)])
+    rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+    return RUNNER.format(doc=str(path), blocks=blocks).replace("{DOC_NAME}", rel)
 
 
 def doc_env() -> dict[str, str]:
@@ -100,30 +121,25 @@ def doc_env() -> dict[str, str]:
     return env
 
 
-def where(stderr: str, script: Path, origin: list[int], doc: Path) -> str:
-    """The Markdown line of the deepest traceback frame inside the script, if any."""
-    hits = re.findall(rf'File "{re.escape(str(script))}", line (\d+)', stderr)
-    if not hits:
-        return ""
-    k = int(hits[-1]) - 1
-    return f" (failed at {doc.relative_to(ROOT)}:{origin[k]})" if 0 <= k < len(origin) else ""
-
-
-def run_doc(doc: Path, cwd: Path) -> None:
-    """Run a file's Python blocks as one script in ``cwd``; fail with the output and the Markdown line."""
-    code, origin = build_script(doc)
+def run_doc(doc: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """Run a file's Python blocks as one script in ``cwd`` and return the finished process."""
     script = cwd / f"_doc_{doc.stem}.py"
-    script.write_text(code, encoding="utf-8")
+    script.write_text(build_script(doc), encoding="utf-8")
     try:
-        proc = subprocess.run([sys.executable, str(script)], cwd=cwd, env=doc_env(), capture_output=True, text=True,
+        return subprocess.run([sys.executable, str(script)], cwd=cwd, env=doc_env(), capture_output=True, text=True,
                               timeout=SCRIPT_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{doc.relative_to(ROOT)}: the examples ran over {SCRIPT_TIMEOUT_S} s\n{exc.stdout or ''}",
                     pytrace=False)
+
+
+def check_doc(doc: Path, cwd: Path) -> None:
+    """Fail naming every block of ``doc`` that raised (file, index, line), with the output."""
+    proc = run_doc(doc, cwd)
     if proc.returncode != 0:
-        pytest.fail(f"{doc.relative_to(ROOT)}: the examples exited with {proc.returncode}"
-                    f"{where(proc.stderr, script, origin, doc)}\n--- stdout\n{proc.stdout[-4000:]}\n"
-                    f"--- stderr\n{proc.stderr[-6000:]}", pytrace=False)
+        summary = "\n".join(line for line in proc.stdout.splitlines() if line.startswith(("BLOCKS RUN", "FAILED")))
+        pytest.fail(f"{doc.relative_to(ROOT)}: the examples exited with {proc.returncode}\n{summary}\n"
+                    f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}", pytrace=False)
 
 
 def cli_lines(doc: Path) -> list[list[str]]:
@@ -164,7 +180,7 @@ def test_doc_examples_run(doc: Path, tmp_path: Path) -> None:
     """
     if REAL_LOADERS.search("".join(b.code for b in python_blocks(doc))):
         real_data_path()
-    run_doc(doc, tmp_path)
+    check_doc(doc, tmp_path)
     if doc == QUICKSTART:
         commands = cli_lines(ROOT / "README.md") + cli_lines(QUICKSTART)
         assert any(c[1] == "synthesize" and "--schema" in c for c in cli_lines(ROOT / "README.md")), (
@@ -232,3 +248,17 @@ def test_skip_marker_and_indented_fences(tmp_path: Path) -> None:
     assert [b.lang for b in blocks] == ["python", "python", "bash"]
     assert blocks[0].code == "x = 1\n" and blocks[0].line == 4
     assert [b.code for b in python_blocks(md)] == ["x = 1\n"]
+
+
+def test_runner_reports_every_failing_block(tmp_path: Path) -> None:
+    """The runner names each failing block by index and Markdown line, and runs the blocks after it."""
+    md = tmp_path / "x.md"
+    md.write_text("# t\n\n```python\nx = 1\n```\n\n```python\n\nprint(y)\n```\n\n```python\nprint('ran', x)\n"
+                  "class C:\n    pass\n```\n\n```python\nimport pickle\npickle.dumps(C())\n1 / 0\n```\n",
+                  encoding="utf-8")
+    proc = run_doc(md, tmp_path)
+    assert proc.returncode == 1
+    assert "BLOCKS RUN: 2/4" in proc.stdout and "ran 1" in proc.stdout
+    assert "FAILED x.md block 2 (line 8): NameError: name 'y' is not defined" in proc.stdout
+    assert "FAILED x.md block 4 (line 19): ZeroDivisionError" in proc.stdout
+    assert f'File "{md}", line 9' in proc.stderr and "print(y)" in proc.stderr
