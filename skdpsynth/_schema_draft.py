@@ -83,14 +83,14 @@ def checklist(columns: Iterable[Any], marks: frozenset[str], public: bool) -> li
     """What to check before a draft may be called public: one line per column, then what confirming takes."""
     lines = []
     for c in columns:
-        raw = any(f"{c.name}.{f}" in marks for f in FIELDS)
-        source = "read from the data (RAW: the exact" if raw else "as drafted (the"
         if c.kind in FIELDS["bounds"]:
-            what = (f"bounds [{c.lower}, {c.upper}] {source} extremes): replace them with the documented range "
-                    "(a wider range costs nothing)")
+            raw = " are the data's exact minimum and maximum (RAW)" if f"{c.name}.bounds" in marks else ""
+            what = (f"bounds [{c.lower}, {c.upper}]{raw}: replace them with the documented range (a wider range "
+                    "costs nothing)")
         elif c.kind == "categorical":
-            what = (f"{len(c.categories)} categories {source} values seen): list every category the codebook "
-                    "documents (integer codes too), not only those present")
+            raw = " are the values seen in the data (RAW)" if f"{c.name}.categories" in marks else ""
+            what = (f"{len(c.categories)} categories{raw}: list every category the codebook documents (integer "
+                    "codes too), not only these")
         else:
             what = "nothing to widen"
         missing = ('drafted as "may be missing": set "nullable": false only where the codebook says it never is'
