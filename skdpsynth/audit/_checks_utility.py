@@ -12,6 +12,7 @@ from skdpsynth.audit._checks_common import check_seed, is_schema, long_features
 from skdpsynth.metrics._fairness import fairness_gaps
 from skdpsynth.metrics._regression import target_task, tstr_regression_scores
 from skdpsynth.metrics._utility import outcome_coverage, tstr_scores
+from skdpsynth.privacy import geometric_variance
 
 __all__ = ["UtilityCheck", "FairnessCheck"]
 
@@ -343,9 +344,10 @@ class FairnessCheck(BaseCheck):
                                   target=f"audit verdict {self.name!r}: (group, class, correct) of the synthetic-"
                                          "trained model on the holdout")
         counts = np.split(np.maximum(noisy, 0).astype(float), np.cumsum([int(np.prod(s)) for s in shapes])[:-1])
+        cell_sd = float(np.sqrt(geometric_variance(len(attrs), epsilon)))  # public: from the parameters only
         gaps, lows = {}, []
         for a, c, shape in zip(attrs, counts, shapes):
-            recalls = _noisy_recalls(c.reshape(shape), self.min_support)
+            recalls = _noisy_recalls(c.reshape(shape), self.min_support, cell_sd)
             lows += recalls
             if len(recalls) >= 2:
                 gaps[a] = max(recalls) - min(recalls)
@@ -365,18 +367,20 @@ def _group_index(values: pd.Series, categories: list[str]) -> np.ndarray:
     return index
 
 
-def _noisy_recalls(counts: np.ndarray, min_support: int) -> list[float]:
-    """Recall within each group with enough noisy support, from (group, class, correct) counts.
+def _noisy_recalls(counts: np.ndarray, min_support: int, cell_sd: float) -> list[float]:
+    """Recall within each group with enough noisy support, from (group, class, correct) noisy counts.
 
-    Per group: the mean over classes with a noisy count of at least 1 of correct / count (one class: the
-    positive class's recall; several: macro recall), as :func:`skdpsynth.metrics.fairness_gaps` on exact rows.
+    As :func:`skdpsynth.metrics.fairness_gaps` on exact rows (one class: the positive class's recall; several:
+    the macro recall over the classes present), with the noise in mind: a group is used when its support clears
+    ``min_support`` by two noise standard deviations, and a class is present when its count clears two, so cells
+    that are noise alone (an empty group or class) do not decide the verdict.
     """
     out = []
     for group in counts:
         per_class = group.sum(axis=1)
-        if per_class.sum() < min_support:
+        if per_class.sum() < min_support + 2.0 * cell_sd * np.sqrt(group.size):
             continue
-        seen = per_class >= 1
+        seen = per_class >= max(1.0, 2.0 * cell_sd * np.sqrt(2.0))
         if seen.any():
-            out.append(float(np.mean(group[seen, 1] / per_class[seen])))
+            out.append(float(np.mean(np.minimum(group[seen, 1] / per_class[seen], 1.0))))
     return out
