@@ -7,7 +7,6 @@ import pytest
 from sklearn.base import clone
 
 from skdpsynth.datasets import make_clickstream
-from skdpsynth.models import GRUSequenceClassifier, sequences_from_long
 from skdpsynth.synthesizers import DPHistSeqSynthesizer, DPMarkovSynthesizer
 from skdpsynth.utils.estimator_checks import check_synthesizer
 
@@ -50,8 +49,11 @@ def test_marginals_kept(clicks):
 
 
 @pytest.mark.slow
+@pytest.mark.requires("torch")
 def test_gru_task_check_separates_markov_from_histseq(clicks):
     """The outcome is in the order only: a GRU trained on DP-Markov data predicts real outcomes, on DP-HistSeq not."""
+    from skdpsynth.models import GRUSequenceClassifier, sequences_from_long
+
     test = make_clickstream(400, min_length=10, max_length=40, random_state=2).frame
     enc = dict(id_column="learner_id", order_column="position", event_columns="activity", label_column="outcome")
     vocab = list(clicks.schema["vocabulary"])

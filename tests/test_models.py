@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from sklearn.base import clone
 
-from skdpsynth.models import DKT, SAKT, GRUSequenceClassifier, sequences_from_long
+torch = pytest.importorskip("torch")  # the deep extra: skipped on a core install
+
+from skdpsynth.models import DKT, SAKT, GRUSequenceClassifier, sequences_from_long  # noqa: E402
 
 
 def simulate_kt(n_learners: int, *, n_skills: int = 8, seed: int = 0, skill_seed: int = 123) -> pd.DataFrame:

@@ -285,6 +285,9 @@ def check_param_validation(name: str, estimator: Any) -> None:
                 except InvalidParameterError as exc:
                     assert re.search(expected.format(param, name), str(exc)), (
                         f"{name}.{method} refused {param}={value!r} with a message of another shape: {exc}")
+                except Exception as exc:  # noqa: BLE001 - any other error means the value was not validated
+                    raise AssertionError(f"{name}.{method} did not refuse {param}={value!r} as a parameter: it "
+                                         f"went on and failed with {type(exc).__name__}: {exc}") from exc
                 else:
                     raise AssertionError(f"{name}.{method} did not refuse {param}={value!r}.")
 
