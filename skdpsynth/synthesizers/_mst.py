@@ -250,7 +250,8 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         independent estimate from the noisy 1-way marginals (a public model).
         """
         d = len(one_way)
-        independent = fit_model(one_way, self.compression_.sizes, size_estimate(one_way), iters=_ITERS)
+        # as AIM's first model: a tenth of the steps (1-way cliques apart, the fit is quick)
+        independent = fit_model(one_way, self.compression_.sizes, size_estimate(one_way), iters=_ITERS // 10)
         pairs = [(a, b) for a in range(d) for b in range(a + 1, d)]
         estimates = model_answers(independent, pairs, 0, None)
         component = list(range(d))
