@@ -60,7 +60,8 @@ def _label_categories(spec: ColumnSpec) -> tuple:
         return tuple(range(int(spec.lower), int(spec.upper) + 1))
     raise SchemaError(
         f"target column {spec.name!r} must be categorical, boolean or a small integer range (a class label); "
-        f"its schema kind is {spec.kind!r}."
+        f"its schema kind is {spec.kind!r} (without schema=, the kind and range estimated under DP). Give the label "
+        "space with schema= or label_space=."
     )
 
 
