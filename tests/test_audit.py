@@ -317,6 +317,7 @@ def test_not_applicable_fairness_does_not_block(students):
     assert report.approved
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_renders(students, tmp_path):
     train, holdout, oracle = students
     release = oracle[oracle["outcome"] != "graduate"]
@@ -367,6 +368,7 @@ def test_privacy_scorer_explains_missing_training_rows(students):
 
 
 # --------------------------------------------------------------------------- command line
+@pytest.mark.requires("matplotlib")
 def test_cli_audit_writes_ledger_and_report(students, tmp_path, capsys):
     from skdpsynth.audit import Ledger
     from skdpsynth.cli import main
@@ -635,6 +637,7 @@ def test_numeric_target_is_audited_as_regression(students):
 
 
 # --------------------------------------------------------------------------- report and display
+@pytest.mark.requires("matplotlib")
 def test_report_holds_results_only_and_save_refuses_to_overwrite(students, tmp_path):
     from skdpsynth.audit import AuditReportDisplay
 

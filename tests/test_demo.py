@@ -3,8 +3,12 @@
 import sys
 import warnings
 
+import pytest
+
 from skdpsynth._demo import choose_output_folder, run_demo
 from skdpsynth.cli import main
+
+pytestmark = pytest.mark.requires("matplotlib", "sdmetrics")  # an extra
 
 
 def test_demo_writes_report(tmp_path, capsys):

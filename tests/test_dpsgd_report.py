@@ -16,6 +16,8 @@ from skdpsynth.privacy._dpsgd import (
     rdp_epsilon,
 )
 
+pytestmark = pytest.mark.requires("opacus", "dp_accounting", "gdpnum")  # an extra
+
 
 @pytest.fixture(scope="module")
 def reference_report():

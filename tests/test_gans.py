@@ -15,6 +15,8 @@ from skdpsynth.privacy._pate import GNMaxAggregator, pate_record, plan_pate, tea
 from skdpsynth.synthesizers._gan_common import GridEncoder
 from skdpsynth.utils.estimator_checks import check_synthesizer
 
+pytestmark = pytest.mark.requires("torch", "opacus")  # an extra
+
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():

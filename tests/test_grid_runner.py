@@ -74,6 +74,7 @@ def test_pearl_grid_setting_runs_every_check_and_reports_both_privacy_rules(tmp_
 
 
 @pytest.mark.realdata
+@pytest.mark.requires("torch")
 def test_pearl_grid_rejects_a_non_private_release_for_its_guarantee(tmp_path):
     from _pearl_data import load_scenario
     from pearl_grid import SHARED_DATA

@@ -201,6 +201,7 @@ def test_partial_fit_adds_cohort_counts_and_composes(clicks):
         est.partial_fit(b.assign(activity="unknown_type"))
 
 
+@pytest.mark.requires("torch")
 def test_knowledge_tracing_joint_state_keeps_next_response_signal():
     from skdpsynth.models import DKT
 
