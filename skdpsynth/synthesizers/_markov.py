@@ -45,27 +45,39 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
     static values. Neighbouring relation: add or remove one learner (all
     their rows). Per cohort, in order:
 
-    1. (first cohort, only when not given) the vocabulary, by a stability
-       histogram over learners per state (Gaussian or Laplace, whichever has
-       the lower threshold): each learner counts towards at most the first
+    1. (first cohort, only when not given) the vocabulary, by a partition
+       selection: each learner counts towards at most the first
        ``max_states_per_learner`` distinct states they visit, over all their
-       events (L1 sensitivity ``max_states_per_learner``, L2 its square root),
-       and only states so counted are candidates, so a state seen only beyond
-       a learner's bound is never released; and the label/static domain by
+       events, spreading a weight of L2 norm 1 over them (``1 / sqrt(d)``
+       each; L2 sensitivity 1, discrete Gaussian noise on integer weights,
+       :func:`~skdpsynth.privacy._partition.weighted_gaussian_selection`;
+       the Laplace stability histogram of learner counts, L1 sensitivity
+       ``max_states_per_learner``, when its threshold is lower), and only
+       states so counted are candidates, so a state seen only beyond a
+       learner's bound is never released; and the label/static domain by
        :func:`~skdpsynth.privacy.estimate_schema`. Both share the
        ``domain_share`` slice of epsilon (and delta), half each. The model's
        records are planned first and passed to both: under
        ``mechanism="gaussian"`` they are charged in zCDP and compose with the
        model (the model keeps what it would have after the slice);
     2. the joint histogram of label and static cells (each learner in one
-       cell: L1 = L2 sensitivity 1), ``label_share`` of the rest;
+       cell: L1 = L2 sensitivity 1; with estimated label categories one more
+       cell counts the learners left out because their label was not
+       released), ``label_share`` of the rest;
     3. the per-label length histograms (one cell per learner: sensitivity 1),
        ``length_share`` of the rest; ``n_estimate_`` is the noisy totals of
        2. and 3. weighed by the inverse of their noise variance;
     4. the per-label transition counts: a learner adds ``L <= max_length``
-       transitions (START -> first event, then one per further event), so the
-       L1 sensitivity is ``max_length``; the L2 sensitivity is also
-       ``max_length`` (worst case: all transitions identical).
+       transitions (START -> first event, then one per further event; longer
+       sequences are truncated to their first ``max_length`` events, as the
+       budget record says), so the L1 sensitivity is ``max_length``; the L2
+       sensitivity is also ``max_length`` (worst case: all transitions
+       identical).
+
+    Warnings about the data are computed from these DP answers only: events
+    outside a DP-discovered vocabulary (the noisy transition counts into the
+    unreleased state) and learners left out (the group histogram's extra cell)
+    are reported only when their noisy total stands clear of its noise.
 
     Counts get integer noise (two-sided geometric, or discrete Gaussian under
     ``mechanism="gaussian"``) from the cohort's noise source (fresh OS
@@ -112,7 +124,7 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
 
     def __init__(self, *, epsilon=1.0, delta=1e-6, id_column="id", order_column="order", event_columns="event",
                  label_column=None, static_columns=None, order=1, max_length=200, vocabulary=None, schema=None,
-                 mechanism="geometric", domain_share=0.1, label_share=0.05, length_share=0.1, length_bins=20,
+                 mechanism="geometric", domain_share=0.2, label_share=0.05, length_share=0.1, length_bins=20,
                  max_states_per_learner=10, static_bins=10, duplicate_order="error", cohort_composition="parallel",
                  random_state=None, reproducible_noise=False):
         self.epsilon = epsilon
