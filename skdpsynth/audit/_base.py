@@ -129,7 +129,8 @@ class CheckResult:
         Wall time of the check.
     public_reason : str
         The reason without confidential numbers: which rule failed (or that
-        the check passed). Default: the check's name and verdict.
+        the check passed). Default: the check's name and verdict. It still
+        tells pass from fail, so it is published only as part of ``verdict``.
     uses_confidential_data : bool, default=True
         Whether the result depends on confidential data. It must itself be
         decided from public inputs only (the release, the schema, the

@@ -36,7 +36,10 @@ class AuditReport:
         One readable reason per failed applicable check (may quote
         confidential numbers).
     public_reasons : list of str
-        The same without confidential numbers (which rule failed).
+        The same without confidential numbers (which rule failed). Which
+        rule failed is itself a statistic of the real rows: in the ledger it
+        is confidential unless every check read public inputs only; see
+        :attr:`verdict` for what may be published.
     synthesizer : dict
         Class, params, seed, privacy spend, budget log and DP size estimate
         (empty class when a table was audited without its synthesizer).
