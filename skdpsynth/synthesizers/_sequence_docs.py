@@ -60,8 +60,8 @@ PARAMS_DOC = """
         and label/static domain when they are not given (first cohort only;
         unused when both are public), half each when both are; the model keeps
         what it would have after this slice. At 0.2 the pure default released
-        94% of the activity types most OULAD AAA learners use at epsilon 1 with
-        the outcome codebook given (five fits; 50-60% at 0.1).
+        94-97% of the activity types most OULAD AAA learners use at epsilon 1
+        with the outcome codebook given (two runs of five fits; 43-60% at 0.1).
     label_share : float, default=0.05
         Share of the remaining budget for the label/static histogram (when any).
     length_share : float, default=0.1
