@@ -13,6 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from skdpsynth.synthesizers._registry import SynthesizerInfo
+from skdpsynth.utils._optional import missing
+
 from skdpsynth.utils._optional import missing
 
 DATA_DIR = Path(os.environ.get("SKDPSYNTH_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
@@ -69,5 +72,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """A test marked ``requires("torch", ...)`` is skipped where one of those packages (an extra) is absent."""
     for item in items:
         absent = missing(*(name for mark in item.iter_markers("requires") for name in mark.args))
+        if absent:
+            item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(absent)} (an extra that is not installed)"))
+
+
+def _required_packages(item: pytest.Item) -> list[str]:
+    """Packages named by ``requires`` marks, and those the synthesizers a test is parametrized with need."""
+    names = [name for mark in item.iter_markers("requires") for name in mark.args]
+    for value in getattr(getattr(item, "callspec", None), "params", {}).values():
+        cls = value.load() if isinstance(value, SynthesizerInfo) else value if isinstance(value, type) else type(value)
+        names += getattr(cls, "_requires", ())
+    return names
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that needs an absent optional package (an extra) is skipped: marked ``requires("torch", ...)``,
+    or parametrized with a synthesizer whose fit needs one (its ``_requires``)."""
+    for item in items:
+        absent = missing(*_required_packages(item))
         if absent:
             item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(absent)} (an extra that is not installed)"))

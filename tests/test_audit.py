@@ -179,6 +179,7 @@ def test_invalid_release_is_rejected_for_validity(students):
     assert "'course'" in res.reason
 
 
+@pytest.mark.requires("torch")  # the GRU sequence task
 def test_shuffled_event_order_fails_sequence_task_but_passes_classifier_utility():
     train, holdout = make_sequences(200, 0), make_sequences(200, 1, id_offset=10_000)
     release = shuffle_within_learners(make_sequences(200, 2), 3)

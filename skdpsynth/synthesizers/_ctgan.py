@@ -41,6 +41,7 @@ class _CTGANAdapter(BaseTabularSynthesizer):
     """
 
     _model_name = ""
+    _requires = ("ctgan",)
 
     def _check_request(self) -> None:
         super()._check_request()
