@@ -16,8 +16,6 @@ import pytest
 from skdpsynth.synthesizers._registry import SynthesizerInfo
 from skdpsynth.utils._optional import missing
 
-from skdpsynth.utils._optional import missing
-
 DATA_DIR = Path(os.environ.get("SKDPSYNTH_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
@@ -66,14 +64,6 @@ def mixed_schema():
         "online": {"kind": "boolean"},
         "enrolled": {"kind": "datetime", "lower": "2020-01-01", "upper": "2022-12-31"},
     })
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test marked ``requires("torch", ...)`` is skipped where one of those packages (an extra) is absent."""
-    for item in items:
-        absent = missing(*(name for mark in item.iter_markers("requires") for name in mark.args))
-        if absent:
-            item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(absent)} (an extra that is not installed)"))
 
 
 def _required_packages(item: pytest.Item) -> list[str]:
