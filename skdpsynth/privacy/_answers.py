@@ -120,8 +120,10 @@ class PrivateVector:
         k = len(candidates)
         w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
         pen = np.zeros(k) if penalties is None else np.asarray(penalties, dtype=float)
-        err = np.array([np.abs(self.__values[np.asarray(c)] - np.asarray(e, dtype=float).reshape(-1)).sum()
-                        for c, e in zip(candidates, estimates)])
+        index = [np.asarray(c, dtype=np.int64).reshape(-1) for c in candidates]
+        gaps = np.abs(self.__values[np.concatenate(index)] - np.concatenate(
+            [np.asarray(e, dtype=float).reshape(-1) for e in estimates]))
+        err = np.bincount(np.repeat(np.arange(k), [i.size for i in index]), weights=gaps, minlength=k)
         utility = w * (err - pen)
         if not self._accountant.private:
             self._accountant.declare_nonprivate(target)
