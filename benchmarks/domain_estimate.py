@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import warnings
@@ -274,13 +275,15 @@ def _transition_tv(real: pd.DataFrame, syn: pd.DataFrame, states: list) -> float
 
 
 def _vocabulary_threshold(est, table: pd.DataFrame) -> int | None:
-    """Learners a state needs to be released at these settings (public planning; None when the vocabulary is given)."""
+    """Learners who each visit ``max_states_per_learner`` states a state needs to be released at these settings
+    (public planning; None when the vocabulary is given)."""
     from skdpsynth.synthesizers._sequence_domain import vocabulary_threshold
 
     if est.vocabulary is not None:
         return None
     learners = table[["final_result"]] if est.schema is None else None
-    return vocabulary_threshold(est, learners, est.mechanism, est.domain_share)[0]
+    rule = vocabulary_threshold(est, learners, est.mechanism, est.domain_share)
+    return math.ceil(rule.threshold / rule.per_learner)
 
 
 def bench_oulad(seeds: list[int]) -> list[dict]:
