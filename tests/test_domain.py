@@ -275,6 +275,28 @@ def test_zcdp_mode_leaves_the_model_what_its_slice_would():
     assert plan.rho > 10 * approx_dp_to_zcdp(0.1, 0.05 * DELTA)  # far more than the slice alone buys
 
 
+@pytest.mark.parametrize("mode", ["zcdp", "approx", "pure"])
+def test_the_split_by_the_released_kinds_never_charges_more_than_was_checked(mode):
+    acc = BudgetAccountant(1.0, DELTA, delta_zcdp=0.9 * DELTA)
+    later = [BudgetRecord("planned", "model", "zcdp", rho=approx_dp_to_zcdp(0.9, 0.9 * DELTA))] if mode == "zcdp" \
+        else []
+    delta = 0.0 if mode == "pure" else 0.1 * DELTA
+    d = 5
+    plan = plan_domain({k: d for k in ("bins", "categories", "codes", "tail")}, 0.1, delta, accountant=acc,
+                       later=later, kinds=d)
+    assert plan.mode == mode and plan.kinds.width == d
+    checked = plan.records
+    for widths in ({"bins": 5, "tail": 5, "codes": 2}, {"categories": 5}, {"bins": 1, "categories": 4, "tail": 1}):
+        split = plan.split(widths)
+        if split.parts:  # the same total, resized (without delta, text columns are refused before the split)
+            assert sum(p.cost for p in split.parts.values()) == pytest.approx(plan.rest)
+        assert sum(p.delta for p in split.parts.values()) <= plan.key_delta + 1e-18
+        if plan.summary is None:  # each part its own record: never more than the up-front check allowed
+            for field in ("epsilon", "rho", "delta"):
+                assert sum(getattr(r, field) for r in split.records) <= sum(getattr(r, field) for r in checked) \
+                    * (1 + 1e-12) + 1e-18
+
+
 def test_same_seed_with_reproducible_noise_gives_the_same_domain():
     X = small_table(3000)
     a, b = (_fit(NPGCSynthesizer, X, epsilon=2.0, delta=DELTA, random_state=7, reproducible_noise=True)
