@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MPLBACKEND=Agg OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0
-rm -rf docs/api  # the API pages are written afresh from the package (docs/conf.py)
+rm -rf docs/_build docs/api docs/auto_examples docs/sg_execution_times.rst  # all written afresh: API pages from the package, examples run
 python -m sphinx -W --keep-going -E -b html docs docs/_build/html "$@"

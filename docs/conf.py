@@ -55,6 +55,9 @@ API_MODULES = {
     "skdpsynth.tstr": "Train on synthetic, test on real",
     "skdpsynth.datasets": "Datasets: loaders and simulators",
     "skdpsynth.metrics": "Metrics",
+    "skdpsynth.models": "Task models the audit trains",
+    "skdpsynth.utils": "Utilities",
+    "skdpsynth.utils.estimator_checks": "Checks for a new synthesizer",
 }
 autosummary_generate = True
 autosummary_imported_members = True
@@ -66,9 +69,7 @@ autodoc_default_options = {
     "inherited-members": "BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, MetaEstimatorMixin, "
                          "Exception, object",
     "show-inheritance": False,
-    # scikit-learn's metadata-routing setters, generated on every estimator
-    "exclude-members": "get_metadata_routing, set_fit_request, set_partial_fit_request, set_score_request, "
-                       "set_predict_request, set_transform_request, set_output",
+    "exclude-members": "get_metadata_routing, set_output",
 }
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -152,6 +153,17 @@ def write_api_pages(app=None) -> None:
 
 write_api_pages()
 
+
+def _skip_request_setters(app, what, name, obj, skip, options):
+    """Skip scikit-learn's metadata-routing setters (``set_<method>_request``), generated on every estimator."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_request_setters)
+
 # -- Examples gallery ------------------------------------------------------------------------------------
 sphinx_gallery_conf = {
     "examples_dirs": str(HERE.parent / "examples"),
@@ -164,6 +176,7 @@ sphinx_gallery_conf = {
     "min_reported_time": 1,
     "show_memory": False,
     "matplotlib_animations": False,
+    "write_computation_times": False,  # its page loads scripts from CDNs; the site is self-contained
 }
 
 # -- HTML ------------------------------------------------------------------------------------------------

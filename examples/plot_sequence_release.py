@@ -50,13 +50,14 @@ def transitions(frame: pd.DataFrame, id_column: str, order_column: str) -> pd.Da
 
 real = transitions(events[events.outcome == "pass"], "learner_id", "position")
 fake = transitions(synthetic[synthetic.outcome == "pass"], "learner_id", "position")
-fig, axes = plt.subplots(1, 2, figsize=(9, 4), sharey=True)
+top = max(real.to_numpy().max(), fake.to_numpy().max())  # one colour scale for both panels
+fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
 for ax, matrix, title in zip(axes, (real, fake), ("real", "synthetic (epsilon 1)")):
-    ax.imshow(matrix.to_numpy(), vmin=0, vmax=matrix.to_numpy().max(), cmap="viridis")
+    image = ax.imshow(matrix.to_numpy(), vmin=0, vmax=top, cmap="viridis")
     ax.set_title(title)
     ax.set_xticks(range(len(vocabulary)), vocabulary, rotation=90)
     ax.set_yticks(range(len(vocabulary)), vocabulary)
     ax.set_xlabel("next activity")
 axes[0].set_ylabel("activity")
-fig.tight_layout()
+fig.colorbar(image, ax=axes, label="share of next activity")
 print(f"largest gap in a transition share: {(real - fake).abs().to_numpy().max():.3f}")
