@@ -400,7 +400,7 @@ class BaseTabularSynthesizer(BaseSynthesizer):
             self.schema_ = self._resolve_domain(data.frame, ctx)
             # release dtypes from the schema: the raw input dtypes (float64 for an int column with one
             # missing value) are never kept
-            self.dtypes_ = {c: release_dtype(self.schema_[c]) for c in self.columns_}
+            self.dtypes_ = {c: release_dtype(self.schema_[c], data.frame[c].dtype) for c in self.columns_}
         if not self.schema_.public and self.epsilon is not None:
             ctx.accountant.declare_nonprivate("domain read from the data (schema not confirmed public)")
         given = resolve_schema(getattr(self, "schema", None))
@@ -498,7 +498,7 @@ class BaseTabularSynthesizer(BaseSynthesizer):
 
     def _sample(self, n_samples: int, rng: np.random.Generator, **params: Any) -> pd.DataFrame:
         table = self._sample_table(n_samples, rng, **params)
-        return restore_dtypes(table[list(self.columns_)], self.schema_)
+        return restore_dtypes(table[list(self.columns_)], self.schema_, self.dtypes_)
 
     @abstractmethod
     def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
