@@ -2,6 +2,11 @@
 
 Locally, tests that need real data skip when it is absent; under CI
 (``SKDPSYNTH_REQUIRE_DATA=1``, set by .ci/run) they fail instead.
+
+A test whose assertion holds for one fixed noise draw (two routes to the same release, a bound
+measured on a fixed draw) asks for the ``reproducible_noise`` fixture once, instead of passing
+``reproducible_noise=True`` to every synthesizer it builds. Tests of ``reproducible_noise`` itself
+set it explicitly.
 """
 
 from __future__ import annotations
@@ -28,6 +33,27 @@ def real_data_path(*parts: str) -> Path:
             pytest.fail(msg + " (SKDPSYNTH_REQUIRE_DATA=1)")
         pytest.skip(msg)
     return path
+
+
+@pytest.fixture
+def reproducible_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every synthesizer built in the test derives its privacy noise from ``random_state``.
+
+    The default of ``reproducible_noise`` becomes True for every synthesizer class (the registered
+    ones, found by crawling, and those a test defines); an explicit ``reproducible_noise=False``
+    still gives secure noise. Such releases are stamped not publishable, as with the parameter.
+    """
+    from skdpsynth.base import BaseSynthesizer
+    from skdpsynth.utils.estimator_checks import find_synthesizers
+
+    classes = [*find_synthesizers(), *_subclasses(BaseSynthesizer)]
+    for init in {cls.__init__ for cls in classes}:
+        if "reproducible_noise" in (getattr(init, "__kwdefaults__", None) or {}):  # object.__init__ has none
+            monkeypatch.setitem(init.__kwdefaults__, "reproducible_noise", True)
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 
 
 @pytest.fixture

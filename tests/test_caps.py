@@ -219,13 +219,14 @@ def neighbours():
     return big.iloc[:120], big
 
 
+@pytest.mark.usefixtures("reproducible_noise")
 def test_cohort_size_does_not_leak(neighbours, schema):
     """An attacker holding the fitted estimator, its pickle and its budget log cannot read the exact n."""
     small, big = neighbours
     fits = {}
     for label, kw in (("public", {"expected_cohort_size": 100}), ("dp count", {})):
         for X in (small, big):
-            est = tiny(schema, epsilon=1.0, reproducible_noise=True, random_state=3, **kw).fit(X)
+            est = tiny(schema, epsilon=1.0, random_state=3, **kw).fit(X)
             n = len(X)
             rates = _sample_rates(est)
             assert rates and all(r > 0 for r in rates)
@@ -512,13 +513,14 @@ def test_replay_anchor_draws_public_rows():
     assert len(seen[0][0]) == 30 and all(tuple(r) in rows for r in seen[0][0].tolist())
 
 
+@pytest.mark.usefixtures("reproducible_noise")
 def test_pretraining_is_reused_only_for_identical_public_inputs(cohorts, schema):
     """A refit with the same public rows and random_state reuses the pre-trained M1 (same weights, same
     release); other public rows or another seed pre-train afresh."""
     from skdpsynth.synthesizers import _caps_training as training
 
     pub = make_learning_habits(300, n_weeks=N_WEEKS, cohort_shift=-0.5, random_state=9).data
-    fits = [tiny(schema, public_data=p, random_state=r, reproducible_noise=True, epsilon=1.0).fit(cohorts[0].frame)
+    fits = [tiny(schema, public_data=p, random_state=r, epsilon=1.0).fit(cohorts[0].frame)
             for p, r in ((pub, 0), (pub, 0), (pub.iloc[::-1].reset_index(drop=True), 0), (pub, 1))]
     w = [torch.cat([p.detach().flatten() for p in e.m1_.parameters()]) for e in fits]
     assert torch.equal(w[0], w[1]) and not torch.equal(w[0], w[2]) and not torch.equal(w[0], w[3])

@@ -116,9 +116,10 @@ def test_grouped_pair_tables_are_the_pair_tables(cap):
 
 # ------------------------------------------------------------------------------------------ NPGC from chunks
 @pytest.mark.parametrize("epsilon", [1.0, None])
+@pytest.mark.usefixtures("reproducible_noise")
 def test_iterable_of_chunks_gives_the_release_of_the_whole_table(epsilon):
     X = _table(4000)
-    est = NPGCSynthesizer(epsilon=epsilon, schema=SCHEMA, random_state=3, reproducible_noise=True)
+    est = NPGCSynthesizer(epsilon=epsilon, schema=SCHEMA, random_state=3)
     whole = clone(est).fit(X)
     chunked = clone(est).fit(chunks_of(X, 333))  # a generator: read once, chunk by chunk
     assert _released(chunked) == _released(whole)
@@ -129,9 +130,10 @@ def test_iterable_of_chunks_gives_the_release_of_the_whole_table(epsilon):
         assert [r.target for r in chunked.budget_log_] == [r.target for r in whole.budget_log_]
 
 
+@pytest.mark.usefixtures("reproducible_noise")
 def test_list_of_frames_and_partial_fit():
     X, Y = _table(2000, seed=1), _table(1500, seed=2)
-    est = NPGCSynthesizer(epsilon=2.0, schema=SCHEMA, random_state=0, reproducible_noise=True)
+    est = NPGCSynthesizer(epsilon=2.0, schema=SCHEMA, random_state=0)
     a = clone(est).fit([X.iloc[:900], X.iloc[900:]]).partial_fit(iter([Y.iloc[:10], Y.iloc[10:]]))
     b = clone(est).fit(X).partial_fit(Y)
     assert _released(a) == _released(b) and a.n_cohorts_ == 2
@@ -200,12 +202,13 @@ def dask_client():
 
 
 @pytest.mark.parametrize("epsilon", [1.0, None])
+@pytest.mark.usefixtures("reproducible_noise")
 def test_dask_dataframe_on_a_local_cluster(dask_client, epsilon):
     dd = pytest.importorskip("dask.dataframe")
     X = _table(5000, seed=4)
     ddf = dd.from_pandas(X, npartitions=7)
     assert is_dask_frame(ddf) and is_chunked(ddf)
-    est = NPGCSynthesizer(epsilon=epsilon, schema=SCHEMA, random_state=5, reproducible_noise=True)
+    est = NPGCSynthesizer(epsilon=epsilon, schema=SCHEMA, random_state=5)
     on_cluster = clone(est).fit(ddf)  # statistics per partition on the workers, merged there
     in_memory = clone(est).fit(X)
     assert _released(on_cluster) == _released(in_memory)

@@ -125,16 +125,18 @@ def _table_cases():
 
 
 @pytest.mark.parametrize("info", list(_table_cases()))
+@pytest.mark.usefixtures("reproducible_noise")
 def test_tables_with_a_public_schema(info):
     X = _mixed(300)
 
     def make(seed):
-        return info.load()(schema=SCHEMA, random_state=seed, reproducible_noise=True, **SMALL.get(info.name, {}))
+        return info.load()(schema=SCHEMA, random_state=seed, **SMALL.get(info.name, {}))
 
     assert_neighbours_look_alike(make, X, _plus(X, OUTLIER))
 
 
 @pytest.mark.parametrize("method", ["npgc", "mst", "aim", "marginals", "histogram"])
+@pytest.mark.usefixtures("reproducible_noise")
 def test_tables_without_a_schema(method):
     # 600 people at epsilon 2: the DP domain estimate's decisions are stable at this size (DomainEstimateError
     # below a few hundred people is itself decided from a DP count)
@@ -142,11 +144,12 @@ def test_tables_without_a_schema(method):
     X = _mixed(600)
 
     def make(seed):
-        return info.load()(epsilon=2.0, random_state=seed, reproducible_noise=True)
+        return info.load()(epsilon=2.0, random_state=seed)
 
     assert_neighbours_look_alike(make, X, _plus(X, UNIQUE_AND_NAN))
 
 
+@pytest.mark.usefixtures("reproducible_noise")
 def test_caps():
     data = make_learning_habits(105, n_weeks=3, random_state=1)
     X = data.frame
@@ -156,13 +159,14 @@ def test_caps():
     def make(seed):
         from skdpsynth import CAPSSynthesizer
 
-        return CAPSSynthesizer(schema=data.schema, random_state=seed, reproducible_noise=True,
+        return CAPSSynthesizer(schema=data.schema, random_state=seed,
                                **SMALL["CAPSSynthesizer"])
 
     assert_neighbours_look_alike(make, X, _plus(X, person))
 
 
 @pytest.mark.parametrize("method", ["markov", "histseq"])
+@pytest.mark.usefixtures("reproducible_noise")
 def test_sequences_with_a_unique_event_and_label(method):
     data = make_clickstream(300, min_length=5, max_length=30, random_state=0)
     X = data.frame
@@ -171,7 +175,7 @@ def test_sequences_with_a_unique_event_and_label(method):
     info = next(i for i in REGISTRY if i.method == method)
 
     def make(seed):
-        return info.load()(epsilon=2.0, random_state=seed, reproducible_noise=True, **SEQ)
+        return info.load()(epsilon=2.0, random_state=seed, **SEQ)
 
     assert_neighbours_look_alike(make, X, pd.concat([X, one], ignore_index=True))
 

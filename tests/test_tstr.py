@@ -21,10 +21,11 @@ def _one_thread():
         yield
 
 
+@pytest.mark.usefixtures("reproducible_noise")
 def test_cross_validate_tstr_classifier():
     df = make_students(600, 0)
     X, y = df.drop(columns="outcome"), df["outcome"]
-    synth = DPMarginalsSynthesizer(epsilon=2.0, schema=student_schema(), random_state=0, reproducible_noise=True)
+    synth = DPMarginalsSynthesizer(epsilon=2.0, schema=student_schema(), random_state=0)
     tstr = TSTRClassifier(synth, HistGradientBoostingClassifier(max_iter=50), target="outcome", random_state=0)
     res = cross_validate(tstr, X, y, cv=3, scoring="f1_macro", return_estimator=True)
     assert np.all(np.isfinite(res["test_score"]))

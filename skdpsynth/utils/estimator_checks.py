@@ -4,23 +4,33 @@ Use them on your own synthesizer::
 
     from skdpsynth.utils.estimator_checks import check_synthesizer
     check_synthesizer(MySynthesizer(epsilon=1.0, random_state=0), X)
+
+:func:`find_synthesizers` crawls the synthesizer modules for public classes and
+:func:`check_registry` asserts that each is registered (the common tests run only
+what the registry lists).
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 import pickle
+import pkgutil
+import sys
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from skdpsynth.base import BaseSynthesizer
 from skdpsynth.privacy._accounting import compose
 from skdpsynth.privacy._noise import NoiseSource
+from skdpsynth.synthesizers._registry import REGISTRY
 from skdpsynth.utils._param_validation import check_param_validation
 
-__all__ = ["check_synthesizer", "SYNTHESIZER_CHECKS", "check_param_validation"]
+__all__ = ["check_synthesizer", "SYNTHESIZER_CHECKS", "find_synthesizers", "check_registry", "check_param_validation"]
 
 
 def _fit(est, X):
@@ -212,3 +222,54 @@ def check_synthesizer(estimator, X, *, checks: list[str] | None = None) -> dict[
         except AssertionError as exc:
             raise AssertionError(f"{type(estimator).__name__} failed check {name!r}: {exc}") from exc
     return {name: "passed" for name in names}
+
+
+def find_synthesizers(package: str = "skdpsynth.synthesizers") -> list[type]:
+    """Every public, concrete :class:`~skdpsynth.base.BaseSynthesizer` subclass defined in ``package``.
+
+    Imports every module of the package, so the answer does not depend on what happens to be
+    imported already; a module whose optional dependency (an extra) is missing is passed over.
+
+    Parameters
+    ----------
+    package : str, default="skdpsynth.synthesizers"
+        Dotted name of the package to crawl.
+
+    Returns
+    -------
+    list of type
+        Sorted by class name.
+    """
+    pkg = importlib.import_module(package)
+    found = []
+    for info in pkgutil.iter_modules(pkg.__path__, package + "."):
+        try:
+            module = importlib.import_module(info.name)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "skdpsynth").partition(".")[0] == "skdpsynth":
+                raise
+            continue  # an optional dependency is not installed: nothing in this module can run here
+        found += [obj for name, obj in vars(module).items()
+                  if isinstance(obj, type) and issubclass(obj, BaseSynthesizer) and obj.__module__ == module.__name__
+                  and not name.startswith("_") and not inspect.isabstract(obj)]
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+def check_registry() -> None:
+    """Every public synthesizer class is registered, and every registry line names one.
+
+    A synthesizer missing from :mod:`skdpsynth.synthesizers._registry` is neither exported, nor
+    offered by the command line, nor run through the common tests.
+
+    Raises
+    ------
+    AssertionError
+        Naming the classes not registered, or the registry lines that name no public synthesizer.
+    """
+    found = {cls.__name__: cls.__module__ for cls in find_synthesizers()}
+    missing = sorted(set(found) - {info.name for info in REGISTRY})
+    assert not missing, (f"public synthesizers not registered: {missing}; add a SynthesizerInfo line for each to "
+                         "skdpsynth/synthesizers/_registry.py (or make the class private with a leading underscore)")
+    # a line whose module was passed over (a missing extra) cannot be checked here
+    stale = sorted(info.name for info in REGISTRY if found.get(info.name) != info.module and info.module in sys.modules)
+    assert not stale, f"registry lines that name no public synthesizer class of their module: {stale}"
