@@ -97,6 +97,8 @@ def test_the_public_ledger_entry_is_the_same_for_neighbouring_data(fixed_release
     shown = "confidential" if verdict_epsilon is None else "dp"
     assert base["results"]["privacy"]["verdict"]["source"] == base["results"]["fairness"]["verdict"]["source"] == shown
     assert base["results"]["utility"]["verdict"]["source"] == "confidential"  # no DP rule: not published
+    if verdict_epsilon is not None:  # privacy and fairness share the budget; both charges are in the public copy
+        assert [r["epsilon"] for r in base["audit_budget"]["records"]] == [0.5, 0.5]
     for name, person in EXTREME.items():
         t, h = (_with(train, person), holdout) if where == "train" else (train, _with(holdout, person))
         entry, caught = _published(kw, synth, release, t, h, tmp_path)
