@@ -161,6 +161,7 @@ def test_noisy_verdict_is_charged_and_published(fixed_release, tmp_path):
     assert public["results"]["privacy"]["verdict"]["sensitivity"] == PrivacyCheck.dp_sensitivity
     assert public["verdict"]["source"] == "dp" and isinstance(public["verdict"]["approved"], bool)
     assert public["approved"] == "<redacted>"  # the exact verdict stays with the custodian
+    assert "Published verdict: " in report.to_markdown() and "noisy threshold tests" in report.to_markdown()
 
 
 def test_checks_without_a_dp_rule_keep_the_verdict_confidential(fixed_release):

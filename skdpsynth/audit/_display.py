@@ -210,6 +210,7 @@ class AuditReportDisplay:
                          f"<td>{'yes' if r.passed else '<b>no</b>'}</td><td>{format_value(r.score)}</td>"
                          f"<td>{html.escape(format_value(r.threshold))}</td><td>{html.escape(r.reason)}</td></tr>")
         parts.append("</table>")
+        parts.append(f"<p>Published verdict: {html.escape(self._published())}</p>")
         parts.append("<h2>Release</h2><pre>" + html.escape("\n".join(self._release_lines())) + "</pre>")
         for name, png in pngs.items():
             parts.append(f"<h3>{html.escape(name)}</h3><img src='data:image/png;base64,"
