@@ -110,13 +110,13 @@ def _data_kind(name: str) -> str:
     return next(kind for kind in ("table", "sequence") if name in dict(all_synthesizers(data=kind)))
 
 
-def write_api_pages(app=None) -> None:
-    """Write ``docs/api/<module>.rst``: the module's docstring and an autosummary of its public names.
+def write_api_pages(out: Path = HERE / "api") -> None:
+    """Write ``<out>/<module>.rst``: the module's docstring and an autosummary of its public names.
 
     Every object gets one page, under the first module of ``API_MODULES`` (after the top level) that exports
     it; the top-level page links the names it re-exports to those pages.
     """
-    out = HERE / "api"
+    out = Path(out)
     out.mkdir(exist_ok=True)
     owner: dict[int, str] = {}
     order = [m for m in API_MODULES if m != "skdpsynth"] + ["skdpsynth"]
@@ -151,9 +151,6 @@ def write_api_pages(app=None) -> None:
             path.write_text(text, encoding="utf-8")
 
 
-write_api_pages()
-
-
 def _skip_request_setters(app, what, name, obj, skip, options):
     """Skip scikit-learn's metadata-routing setters (``set_<method>_request``), generated on every estimator."""
     if name.startswith("set_") and name.endswith("_request"):
@@ -162,6 +159,8 @@ def _skip_request_setters(app, what, name, obj, skip, options):
 
 
 def setup(app):
+    # before Sphinx lists the source files (autosummary then writes a stub for every name of these pages)
+    app.connect("config-inited", lambda app, config: write_api_pages())
     app.connect("autodoc-skip-member", _skip_request_setters)
 
 # -- Examples gallery ------------------------------------------------------------------------------------
