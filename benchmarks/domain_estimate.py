@@ -277,12 +277,12 @@ def _transition_tv(real: pd.DataFrame, syn: pd.DataFrame, states: list) -> float
 def _vocabulary_threshold(est, table: pd.DataFrame) -> int | None:
     """Learners who each visit ``max_states_per_learner`` states a state needs to be released at these settings
     (public planning; None when the vocabulary is given)."""
-    from skdpsynth.synthesizers._sequence_domain import vocabulary_threshold
+    from skdpsynth.synthesizers._sequence_domain import domain_share, vocabulary_threshold
 
     if est.vocabulary is not None:
         return None
     learners = table[["final_result"]] if est.schema is None else None
-    rule = vocabulary_threshold(est, learners, est.mechanism, est.domain_share)
+    rule = vocabulary_threshold(est, learners, est.mechanism, domain_share(est))
     return math.ceil(rule.threshold / rule.per_learner)
 
 

@@ -53,7 +53,7 @@ class DPHistSeqSynthesizer(BaseSequenceSynthesizer):
 
     def __init__(self, *, epsilon=1.0, delta=1e-6, id_column="id", order_column="order", event_columns="event",
                  label_column=None, static_columns=None, max_length=200, vocabulary=None, schema=None,
-                 mechanism="geometric", domain_share=0.2, label_share=0.05, length_share=0.1, length_bins=20,
+                 mechanism="geometric", domain_share="auto", label_share=0.05, length_share=0.1, length_bins=20,
                  max_states_per_learner=10, static_bins=10, duplicate_order="error", cohort_composition="parallel",
                  random_state=None, reproducible_noise=False):
         self.epsilon = epsilon

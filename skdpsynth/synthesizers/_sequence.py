@@ -49,6 +49,7 @@ from skdpsynth.synthesizers._sequence_domain import (
     DomainBudget,
     cohort_budget,
     discover_vocabulary,
+    domain_share,
     domain_slice,
     learner_domain,
     record_schema_privacy,
@@ -94,7 +95,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         "vocabulary": ["array-like", Mapping, None],
         "schema": [TableSchema, dict, str, os.PathLike, None],
         "mechanism": [StrOptions({"geometric", "gaussian"})],
-        "domain_share": _SHARE,
+        "domain_share": [*_SHARE, StrOptions({"auto"})],
         "label_share": _SHARE,
         "length_share": _SHARE,
         "length_bins": _POSITIVE_INT,
@@ -180,7 +181,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
     def _domain_budget(self, first: bool) -> tuple[float, float]:
         if not any(self._domain_parts(first)):
             return 0.0, 0.0
-        return domain_slice(self.epsilon, self.delta, self.mechanism, self.domain_share)
+        return domain_slice(self.epsilon, self.delta, self.mechanism, domain_share(self))
 
     def _delta_for_zcdp(self, data: Any) -> float:
         if self.mechanism != "gaussian" or self.epsilon is None:
@@ -198,7 +199,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         if not ctx.accountant.private:
             return None
         domain, budget, model = cohort_budget(self, ctx.accountant, data.learners, self._domain_parts(ctx.first),
-                                              self.mechanism, self.domain_share)
+                                              self.mechanism, domain_share(self))
         ctx.accountant.require([*domain.records, *model],
                                what=f"{type(self).__name__}.{'fit' if ctx.first else 'partial_fit'}")
         return _Plan(domain, budget)

@@ -55,13 +55,17 @@ PARAMS_DOC = """
         a discovered vocabulary and label/static domain are charged in zCDP and
         compose with the model (several times the rho their slice buys alone);
         the model's counts get noise of L2 sensitivity ``max_length``.
-    domain_share : float, default=0.2
+    domain_share : float or "auto", default="auto"
         Share of epsilon (and, under ``"gaussian"``, of delta) for the vocabulary
         and label/static domain when they are not given (first cohort only;
         unused when both are public), half each when both are; the model keeps
-        what it would have after this slice. At 0.2 the pure default released
-        94-97% of the activity types most OULAD AAA learners use at epsilon 1
-        with the outcome codebook given (two runs of five fits; 43-60% at 0.1).
+        what it would have after this slice. ``"auto"``: 0.2 under
+        ``"geometric"`` (the domain is an (epsilon, delta) slice of its own),
+        0.1 under ``"gaussian"`` (the domain composes in zCDP with the model,
+        and 0.1 already buys it 18% of the cohort's rho). On OULAD AAA at
+        epsilon 1 with the outcome codebook given, the pure default released
+        94-97% of the activity types most learners use (two runs of five fits;
+        43-60% at 0.1).
     label_share : float, default=0.05
         Share of the remaining budget for the label/static histogram (when any).
     length_share : float, default=0.1
