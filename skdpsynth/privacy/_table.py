@@ -31,6 +31,7 @@ only then.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -225,7 +226,8 @@ class PrivateTable:
         return self.__rows
 
     def dpsgd(self, encode: Callable[[pd.DataFrame], np.ndarray], optimizer, *, plan, sample_rate: float,
-              expected_batch_size: int, target: str, generator=None, loss_reduction: str = "sum"):
+              expected_batch_size: int, target: str, generator=None, loss_reduction: str = "sum",
+              where: Callable[[pd.DataFrame], np.ndarray] | None = None, details: dict | None = None):
         """Per-sample-clipped gradient steps on a public row-wise encoding: the DP-SGD door.
 
         Charges ``plan`` (a :class:`~skdpsynth.privacy._dpsgd.DPSGDPlan`: Poisson rate ``q``, per-example clipping
@@ -233,7 +235,8 @@ class PrivateTable:
         drawn, wraps ``optimizer`` so that every step clips each example's gradient to ``C`` and adds the noise,
         and gives the encoded rows out only as Poisson batches at rate ``q``; both draw from the secret noise
         source. Without privacy (``plan=None``, ``epsilon=None``) the use is recorded and the batches come at
-        ``sample_rate`` from ``generator``.
+        ``sample_rate`` from ``generator`` (with ``plan`` given, its clipping without noise). ``where`` is a public row-wise filter (a person kept or not: the
+        contribution bound stays 1); ``details`` are added to the plan's budget record.
 
         Returns
         -------
@@ -245,11 +248,16 @@ class PrivateTable:
 
         from skdpsynth.privacy._dpsgd import PoissonBatches, dp_optimizer, dpsgd_record
 
-        rows = torch.from_numpy(np.asarray(encode(self.__rows)))
+        kept = self.__rows if where is None else self.__rows[np.asarray(where(self.__rows), dtype=bool)]
+        rows = torch.from_numpy(np.asarray(encode(kept)))
         if not self.private:
             self._accountant.declare_nonprivate(target)
+            if plan is not None:  # clipping as planned, without noise
+                optimizer = dp_optimizer(optimizer, plan, generator, expected_batch_size=expected_batch_size,
+                                         loss_reduction=loss_reduction)
             return optimizer, PoissonBatches(rows, sample_rate, generator)
-        self._accountant.spend(dpsgd_record(plan, target))
+        record = dpsgd_record(plan, target)
+        self._accountant.spend(replace(record, details={**record.details, **(details or {})}))
         noise_gen = self._noise.torch_generator()  # batches and gradient noise: both part of the mechanism
         optimizer = dp_optimizer(optimizer, plan, noise_gen, expected_batch_size=expected_batch_size,
                                  loss_reduction=loss_reduction)

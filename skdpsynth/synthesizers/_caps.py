@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -36,8 +35,9 @@ from skdpsynth.base import BaseTabularSynthesizer, FitContext, TableInput
 from skdpsynth.exceptions import SchemaError
 from skdpsynth.privacy._accounting import BudgetRecord
 from skdpsynth.privacy._postprocess import normalise_counts
+from skdpsynth.privacy._table import PrivateTable
 from skdpsynth.schema import ColumnSpec, TableSchema, resolve_schema
-from skdpsynth.synthesizers._caps_privacy import CyclePrivacy, dpsgd_report
+from skdpsynth.synthesizers._caps_privacy import CyclePrivacy, dpsgd_report, dpsgd_target
 from skdpsynth.synthesizers._caps_surrogate import check_public_frame, public_rows
 from skdpsynth.utils._param_validation import Interval, StrOptions
 from skdpsynth.utils._random import check_random_state, torch_seed
@@ -499,7 +499,7 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
 
     def _with_labels(self, schema: TableSchema, labels: Sequence, fill: Any = None) -> TableSchema:
         spec = ColumnSpec(self.target, "categorical", categories=tuple(labels), nullable=False, fill=fill)
-        return replace(schema, columns=tuple(spec if c.name == self.target else c for c in schema.columns))
+        return schema.with_columns(spec)  # the label space is public: the column's raw marks go with it
 
     def _fit_cohort(self, data: TableInput, ctx: FitContext) -> None:
         space = ctx.params.get("label_space")
@@ -519,7 +519,9 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
             raise
 
     # -- one cycle ---------------------------------------------------------------------------------
-    def _fit_table(self, X: pd.DataFrame, ctx: FitContext) -> None:
+    _takes_table = True
+
+    def _fit_table(self, table: PrivateTable, ctx: FitContext) -> None:
         import torch
 
         from skdpsynth.synthesizers._caps_nn import FeatureCodec
@@ -537,9 +539,9 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
         labels = tuple(self.schema_[self.target].categories)
         if len(labels) < 2:
             raise SchemaError(f"the label space of {self.target!r} needs at least two classes, got {list(labels)}.")
-        Xk, y = self._labelled_rows(X, labels)
+        label_codes = _label_encoder(self.target, labels)  # public row-wise map; -1: no label (left out)
         if ctx.first:  # public work first: a bad public_data fails before the cycle's own charges
-            codec = FeatureCodec(self.schema_.select(self._features(X.columns)))
+            codec = FeatureCodec(self.schema_.select(self._features(table.columns)))
             public, source = public_rows(self.public_data, codec.schema, self.n_surrogate, ctx.rng, target=self.target)
             m1 = pretrain_m1(codec, public, s, gen)
         else:
@@ -549,12 +551,23 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
                                    self.label_replay, gen)
                    if not ctx.first and self.label_replay and labels == tuple(self.label_space_) else None)
         privacy = self._privacy(ctx.first)
-        plan, size = privacy.plan_cycle(len(y), ctx)
-        noisy, n_estimate = privacy.release_labels(y, len(labels), plan, size, ctx)
-        noise_gen = (ctx.noise.torch_generator() if ctx.accountant.private
-                     else torch.Generator().manual_seed(torch_seed(ctx.rng)))
-        x_priv = torch.from_numpy(codec.one_hot(*codec.codes(Xk[list(codec.schema.names)])[:2]))
-        m2 = spssl(m1, codec, x_priv, torch.from_numpy(y), len(labels), plan, s, gen=gen, noise_gen=noise_gen,
+        labelled = lambda rows: label_codes(rows) >= 0  # noqa: E731
+        plan, size = privacy.plan_cycle(table, labelled, ctx)
+        noisy, n_estimate, details = privacy.release_labels(table, label_codes, len(labels), plan, size, ctx)
+
+        def encode(rows: pd.DataFrame) -> np.ndarray:  # M1 is public (pre-trained on public rows): row-wise
+            x = torch.from_numpy(codec.one_hot(*codec.codes(rows[list(codec.schema.names)])[:2]))
+            with torch.no_grad():
+                mu, log_var = m1.encode(x)
+            return torch.cat([mu, log_var, torch.from_numpy(label_codes(rows)).float()[:, None]], 1).numpy()
+
+        def open_private(optimizer, expected_batch_size: int):  # the table charges the plan before any step
+            return table.dpsgd(encode, optimizer, plan=plan, sample_rate=plan.sample_rate, where=labelled,
+                               expected_batch_size=expected_batch_size, target=dpsgd_target(ctx.cohort),
+                               generator=torch.Generator().manual_seed(torch_seed(ctx.rng)),
+                               loss_reduction="mean", details=details)
+
+        m2 = spssl(m1, codec, open_private, len(labels), plan, s, gen=gen,
                    expected_batch_size=max(1, round(plan.sample_rate * size["cohort_size"])), labelled=carried)
         probs, empty = normalise_counts(noisy)
         probs = np.full(len(labels), 1 / len(labels)) if empty else probs
@@ -574,14 +587,6 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
                             "sample_rate": plan.sample_rate, "steps": plan.steps, **size, "report": dict(report),
                             "private_parameters": _n_private(m2, self.private_part),
                             "label_replay_rows": 0 if carried is None else len(carried[2])})
-
-    def _labelled_rows(self, X: pd.DataFrame, labels: tuple) -> tuple[pd.DataFrame, np.ndarray]:
-        keep = X[self.target].notna().to_numpy()
-        if not keep.all():  # only possible with a DP-estimated schema that dropped a rare label
-            warnings.warn(f"rows whose label {self.target!r} was not released by the DP schema are left out of the "
-                          "labelled loss and the label histogram.", UserWarning, stacklevel=4)
-        Xk = X.loc[keep]
-        return Xk, self._label_codes(Xk[self.target], labels)
 
     # -- helpers -------------------------------------------------------------------------------
     def _feature_tensor(self, X: pd.DataFrame):
@@ -640,3 +645,19 @@ class CAPSSynthesizer(BaseTabularSynthesizer):
             feats = self.codec_.sample(out, self.m1_.logvar(), g)
         feats[self.target] = np.array(self.label_space_, dtype=object)[y_np]
         return feats
+
+
+def _label_encoder(target: str, labels: tuple):
+    """Rows -> each row's label index (-1 without a label, left out of the labelled loss and the histogram).
+
+    A public row-wise map for the private table's queries: it reads one row's label and nothing else, so
+    nothing about who has which label leaves it except through those charged queries (no warning, no error).
+    """
+    lookup = {v: i for i, v in enumerate(labels)}
+
+    def codes(rows: pd.DataFrame) -> np.ndarray:
+        values = rows[target].to_numpy(dtype=object)
+        return np.array([lookup.get(v.item() if isinstance(v, np.generic) else v, -1) for v in values],
+                        dtype=np.int64)
+
+    return codes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,13 +22,19 @@ from skdpsynth.base import FitContext
 from skdpsynth.exceptions import PrivacyBudgetError
 from skdpsynth.privacy._accounting import BudgetRecord
 from skdpsynth.privacy._dpsgd import DPSGDPlan, dpsgd_privacy_report, dpsgd_record, plan_dpsgd
-from skdpsynth.privacy._mechanisms import dp_count, geometric_mechanism, geometric_variance
+from skdpsynth.privacy._mechanisms import geometric_variance
+from skdpsynth.privacy._table import PrivateTable
 
-__all__ = ["CyclePrivacy", "COUNT_TARGET"]
+__all__ = ["CyclePrivacy", "COUNT_TARGET", "dpsgd_target"]
 
 COUNT_TARGET = "number of people in the cohort (sets the DP-SGD sample rate; expected_cohort_size=None)"
 _PUBLIC = "expected_cohort_size (public)"
 _DP = "dp_count (see the 'number of people' record)"
+
+
+def dpsgd_target(cycle: int) -> str:
+    """What a cycle's DP-SGD run is logged as."""
+    return f"M2 labelled loss (cycle {cycle})"
 
 
 @functools.lru_cache(maxsize=128)
@@ -123,11 +130,14 @@ class CyclePrivacy:
         return planned
 
     # -- the cycle's charges ----------------------------------------------------------------------
-    def plan_cycle(self, n_rows: int, ctx: FitContext) -> tuple[DPSGDPlan, dict]:
-        """The DP-SGD plan and its planning size: public, or a DP count charged now (exact only when not private)."""
+    def plan_cycle(self, table: PrivateTable, labelled: Callable, ctx: FitContext) -> tuple[DPSGDPlan, dict]:
+        """The DP-SGD plan and its planning size: public, or a DP count of the labelled people charged now (exact,
+        and recorded as such, only when not private)."""
+        in_count = lambda rows: np.where(labelled(rows), 0, -1)  # noqa: E731 -- people with a label: one cell
         if self.epsilon is None:  # not private anyway
             public = self.expected_cohort_size is not None
-            n_plan = int(self.expected_cohort_size) if public else max(n_rows, 1)
+            n_plan = int(self.expected_cohort_size) if public else max(int(table.histogram(
+                in_count, 1, target=COUNT_TARGET)[0]), 1)
             q, steps = self.schedule(n_plan)
             return (DPSGDPlan(0.0, q, steps, self.max_grad_norm, math.inf, 0.0),
                     {"cohort_size": n_plan, "cohort_size_source": _PUBLIC if public else "exact (not private)"})
@@ -135,33 +145,31 @@ class CyclePrivacy:
             n_plan = int(self.expected_cohort_size)
             return (self.plan(n_plan, "the expected cohort size (expected_cohort_size)"),
                     {"cohort_size": n_plan, "cohort_size_source": _PUBLIC})
-        ctx.accountant.require(self.planned_records(), what=f"CAPS cycle {ctx.cohort}")
-        n_plan = max(dp_count(n_rows, epsilon=self.count, noise=ctx.noise, accountant=ctx.accountant,
-                              target=COUNT_TARGET), 1)
+        table.require(self.planned_records(), what=f"CAPS cycle {ctx.cohort}")
+        n_plan = max(int(table.histogram(in_count, 1, epsilon=self.count, target=COUNT_TARGET)[0]), 1)
         size = (f"a cohort whose DP size estimate is {n_plan} (that DP count, epsilon={self.count:.3g}, is spent "
                 "and in budget_log_; give expected_cohort_size to plan before any spend)")
         return self.plan(n_plan, size), {"cohort_size": n_plan, "cohort_size_source": _DP}
 
-    def release_labels(self, y: np.ndarray, k: int, plan: DPSGDPlan, size: dict,
-                       ctx: FitContext) -> tuple[np.ndarray, int]:
-        """Charge the label histogram, then DP-SGD (before its first step): (noisy label counts, DP size estimate)."""
-        acc = ctx.accountant
-        counts = np.bincount(y, minlength=k)
+    def release_labels(self, table: PrivateTable, label_codes: Callable, k: int, plan: DPSGDPlan, size: dict,
+                       ctx: FitContext) -> tuple[np.ndarray, int, dict]:
+        """Check the cycle's plan, then charge the label histogram (a person is in one cell: L1 sensitivity 1).
+
+        Returns (noisy label counts, DP size estimate, the details the DP-SGD record will carry); the DP-SGD run
+        itself is charged by the table when the private steps open (before the first one).
+        """
+        what = f"histogram of label {self.target!r}"
         if self.epsilon is None:
-            acc.declare_nonprivate(f"histogram of label {self.target!r}")
-            acc.declare_nonprivate("M2 labelled loss (no DP-SGD)")
-            return counts, max(int(counts.sum()), 1)
+            counts = table.histogram(label_codes, k, target=what)  # exact, recorded as not private
+            return counts, max(int(counts.sum()), 1), {}
         report = dpsgd_report(plan)
-        record = dpsgd_record(plan, f"M2 labelled loss (cycle {ctx.cohort})")
-        record = replace(record, details={**record.details, **size, "epsilon_pld": report["epsilon_pld"],
-                                          "mu": report["mu"], "regret": report["regret"]})
-        acc.require([BudgetRecord("geometric", "label histogram", "pure", epsilon=self.label), record],
-                    what=f"CAPS cycle {ctx.cohort}")
-        noisy = geometric_mechanism(counts, sensitivity=1.0, epsilon=self.label, noise=ctx.noise, accountant=acc,
-                                    target=f"histogram of label {self.target!r}")
-        acc.spend(record)
+        details = {**size, "epsilon_pld": report["epsilon_pld"], "mu": report["mu"], "regret": report["regret"]}
+        record = dpsgd_record(plan, dpsgd_target(ctx.cohort))
+        table.require([BudgetRecord("geometric", "label histogram", "pure", epsilon=self.label),
+                       replace(record, details={**record.details, **details})], what=f"CAPS cycle {ctx.cohort}")
+        noisy = table.histogram(label_codes, k, epsilon=self.label, target=what)
         count = size["cohort_size"] if size["cohort_size_source"] == _DP else None
-        return noisy, self.size_estimate(int(noisy.sum()), k, count)
+        return noisy, self.size_estimate(int(noisy.sum()), k, count), details
 
     def size_estimate(self, total: int, k: int, count: int | None) -> int:
         """Inverse-variance mean of the noisy label total and the DP count (post-processing), at least 1."""

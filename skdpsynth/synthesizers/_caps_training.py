@@ -19,12 +19,13 @@ import hashlib
 import math
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
 
-from skdpsynth.privacy._dpsgd import DPSGDPlan, dp_optimizer, poisson_mask
+from skdpsynth.privacy._dpsgd import DPSGDPlan
 from skdpsynth.synthesizers._caps_nn import M1VAE, FeatureCodec, M2Model, init_module
 
 __all__ = ["TrainSettings", "pretrain_m1", "spssl", "dp_step", "public_step", "fit_prior", "generate_z1", "replay",
@@ -159,15 +160,16 @@ def encode_z1(m1: M1VAE, codec: FeatureCodec, codes, nums, gen: torch.Generator)
 
 
 # -- SPSSL ---------------------------------------------------------------------------------------------
-def spssl(m1: M1VAE, codec: FeatureCodec, x_priv: torch.Tensor, y: torch.Tensor, n_labels: int, plan: DPSGDPlan,
-          s: TrainSettings, *, gen: torch.Generator, noise_gen: torch.Generator, expected_batch_size: int,
+def spssl(m1: M1VAE, codec: FeatureCodec, open_private: Callable, n_labels: int, plan: DPSGDPlan,
+          s: TrainSettings, *, gen: torch.Generator, expected_batch_size: int,
           labelled: tuple | None = None) -> M2Model:
     """Semi-private semi-supervised learning of a fresh M2: DP steps on private rows, public steps in between.
 
-    The private steps follow ``plan`` (:func:`~skdpsynth.privacy._dpsgd.plan_dpsgd`,
-    charged by the caller): a Poisson batch at ``plan.sample_rate`` drawn from
-    ``noise_gen``, per-example clipping and Gaussian noise from ``noise_gen``
-    (Opacus' ``DPOptimizer``), for ``plan.steps`` steps, on the parameters of
+    The private steps follow ``plan`` (:func:`~skdpsynth.privacy._dpsgd.plan_dpsgd`):
+    ``open_private(optimizer, expected_batch_size)`` is the private table's DP-SGD door
+    (:meth:`~skdpsynth.privacy.PrivateTable.dpsgd`), which charges the plan and returns the optimizer that
+    clips every example's gradient and adds the noise, and the Poisson batches of the cohort's rows encoded by
+    M1 (public) as ``[mean of z1 | log-variance of z1 | label]``; for ``plan.steps`` steps, on the parameters of
     ``s.private_part`` (``"head"``: :class:`~._caps_nn.LabelHead`; ``"all"``: all
     of M2). ``s.public_steps`` plain Adam steps, spread evenly between them, train
     all of M2 on the unlabelled loss of samples from M1 (public) and, when
@@ -178,8 +180,6 @@ def spssl(m1: M1VAE, codec: FeatureCodec, x_priv: torch.Tensor, y: torch.Tensor,
 
     m2 = init_module(lambda: M2Model(s.z1_dim, n_labels, tuple(s.m2_hidden), s.z2_dim, tuple(s.classifier_hidden)),
                      torch_seed_from(gen))
-    with torch.no_grad():
-        mu_p, lv_p = m1.encode(x_priv)  # M1 is fixed during SPSSL; z1 is drawn per step
     codes, nums, _ = sample_m1(m1, codec, s.n_public_samples, gen)
     z1_pub = encode_z1(m1, codec, codes, nums, gen)
     m2.train()
@@ -189,16 +189,16 @@ def spssl(m1: M1VAE, codec: FeatureCodec, x_priv: torch.Tensor, y: torch.Tensor,
     private = m2.head if s.private_part == "head" else m2
     frozen = m2.body_parameters() if s.private_part == "head" else []
     gsm = GradSampleModule(private, loss_reduction="sum")
-    dp_opt = dp_optimizer(torch.optim.Adam(list(private.parameters()), lr=dp_lr), plan, noise_gen,
-                          expected_batch_size=expected_batch_size, loss_reduction="mean")
+    dp_opt, batches = open_private(torch.optim.Adam(list(private.parameters()), lr=dp_lr), expected_batch_size)
     pub_opt = torch.optim.Adam(list(m2.parameters()), lr=s.lr)
-    n, steps = len(y), plan.steps
+    steps = plan.steps
     try:
         for k in progress(range(steps), s.verbose, "CAPS: SPSSL", total=steps):
-            idx = poisson_mask(n, plan.sample_rate, noise_gen).nonzero().squeeze(1)
-            z1 = mu_p[idx] + (0.5 * lv_p[idx]).exp() * torch.randn((len(idx), mu_p.shape[1]), generator=noise_gen)
-            noise2 = torch.randn((len(idx), s.z2_dim), generator=noise_gen)
-            dp_step(m2, gsm, dp_opt, z1, y[idx], noise2, s.beta2, s.alpha, frozen=frozen)
+            batch = batches.draw()
+            z = (batch.shape[1] - 1) // 2  # M1 is fixed during SPSSL; z1 is drawn per step
+            z1 = batch[:, :z] + (0.5 * batch[:, z:2 * z]).exp() * torch.randn((len(batch), z), generator=gen)
+            noise2 = torch.randn((len(batch), s.z2_dim), generator=gen)
+            dp_step(m2, gsm, dp_opt, z1, batch[:, 2 * z].long(), noise2, s.beta2, s.alpha, frozen=frozen)
             for _ in range(_share(k + 1, steps, s.public_steps) - _share(k, steps, s.public_steps)):
                 public_step(m2, gsm, pub_opt, *_public_batch(z1_pub, labelled, s, gen), s.beta2, s.alpha,
                             s.unlabelled_trains_classifier)
