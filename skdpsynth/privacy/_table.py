@@ -234,9 +234,10 @@ class PrivateTable:
         ``C``, Gaussian noise ``sigma C``, its RDP (epsilon, delta) under add/remove one person) before anything is
         drawn, wraps ``optimizer`` so that every step clips each example's gradient to ``C`` and adds the noise,
         and gives the encoded rows out only as Poisson batches at rate ``q``; both draw from the secret noise
-        source. Without privacy (``plan=None``, ``epsilon=None``) the use is recorded and the batches come at
-        ``sample_rate`` from ``generator`` (with ``plan`` given, its clipping without noise). ``where`` is a public row-wise filter (a person kept or not: the
-        contribution bound stays 1); ``details`` are added to the plan's budget record.
+        source. Without privacy (``epsilon=None``) the use is recorded and the batches come at ``sample_rate``
+        from ``generator`` (with ``plan`` given, its clipping without noise). ``where`` is a public row-wise
+        filter (a person kept or not: the contribution bound stays 1); ``details`` are added to the plan's
+        budget record.
 
         Returns
         -------
