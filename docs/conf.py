@@ -53,6 +53,7 @@ API_MODULES = {
     "skdpsynth.privacy": "Privacy core: mechanisms and accounting",
     "skdpsynth.audit": "Audit (PEARL)",
     "skdpsynth.tstr": "Train on synthetic, test on real",
+    "skdpsynth.exceptions": "Errors and warnings",
     "skdpsynth.datasets": "Datasets: loaders and simulators",
     "skdpsynth.metrics": "Metrics",
     "skdpsynth.models": "Task models the audit trains",
