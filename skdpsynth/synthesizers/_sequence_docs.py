@@ -64,8 +64,8 @@ PARAMS_DOC = """
         0.1 under ``"gaussian"`` (the domain composes in zCDP with the model,
         and 0.1 already buys it 18% of the cohort's rho). On OULAD AAA at
         epsilon 1 with the outcome codebook given, the pure default released
-        94-97% of the activity types most learners use (two runs of five fits;
-        43-60% at 0.1).
+        89-97% of the activity types most learners use (three runs of five
+        fits; 43-69% at 0.1).
     label_share : float, default=0.05
         Share of the remaining budget for the label/static histogram (when any).
     length_share : float, default=0.1
