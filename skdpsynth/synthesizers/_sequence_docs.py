@@ -33,7 +33,7 @@ PARAMS_DOC = """
         in which each learner spreads a weight of L2 norm 1 over the distinct
         states they visit (see Privacy; at epsilon 1 a state needs a weight of
         about 130 under the pure default with the label's categories given, 270
-        when they are estimated, 45-65 with ``mechanism="gaussian"``: about
+        when they are estimated, 60-90 with ``mechanism="gaussian"``: about
         ``weight * sqrt(d)`` learners who visit ``d`` states each; a refusal
         names what would work); events not released are kept as one
         "unreleased" state, written as missing values on sample, and a warning
