@@ -173,6 +173,7 @@ def _case(doc: Path):
 
 
 @pytest.mark.parametrize("doc", [_case(d) for d in DOC_FILES if python_blocks(d)])
+@pytest.mark.requires("torch", "opacus", "dp_accounting", "gdpnum", "matplotlib", "sdmetrics")  # [all]: guides use each
 def test_doc_examples_run(doc: Path, tmp_path: Path) -> None:
     """A file's Python examples run as written, in order, as one script.
 
