@@ -336,17 +336,19 @@ def test_vocabulary_refuses_before_spending_and_works_with_the_budget_for_it():
 
 def test_vocabulary_in_zcdp_mode_composes_with_the_model():
     from skdpsynth.base import FitContext
+    from skdpsynth.privacy._sequences import PrivateSequences
+    from skdpsynth.synthesizers._sequence_data import SequenceData
     from skdpsynth.synthesizers._sequence_domain import discover_vocabulary
 
     rng = np.random.default_rng(0)
     n = 800
     events = pd.DataFrame({"a": rng.choice(list("pqrs"), n * 10)})
-    learner = np.repeat(np.arange(n), 10)
+    data = SequenceData(("a",), {}, events, np.arange(n) * 10, np.full(n, 10), pd.DataFrame(index=range(n)))
     acc = BudgetAccountant(1.0, DELTA, delta_zcdp=0.9 * DELTA)
     later = [BudgetRecord("planned", "model", "zcdp", rho=approx_dp_to_zcdp(0.95, 0.9 * DELTA))]
     ctx = FitContext(acc, NoiseSource.secure(), np.random.default_rng(0), True)
-    states = discover_vocabulary(events, learner, max_contrib=4, epsilon=0.05, delta=0.1 * DELTA, ctx=ctx,
-                                 later=later)
+    handle = PrivateSequences(data, max_length=10, accountant=acc, noise=ctx.noise)
+    states = discover_vocabulary(handle, max_contrib=4, epsilon=0.05, delta=0.1 * DELTA, ctx=ctx, later=later)
     assert {s[0] for s in states} == set("pqrs")
     assert {r.kind for r in acc.records} == {"zcdp", "approx"}
     acc.require(later)  # the model still has its planned rho

@@ -78,13 +78,10 @@ class DPHistSeqSynthesizer(BaseSequenceSynthesizer):
         self.random_state = random_state
         self.reproducible_noise = reproducible_noise
 
+    _model_order = 0
+
     def _model_shape(self, n_groups: int, n_states: int) -> tuple[int, ...]:
         return (n_groups, n_states)
-
-    def _exact_model_counts(self, states, lengths, labels):
-        lab = np.repeat(labels, lengths)
-        V = self.n_states_
-        return np.bincount(lab * V + states, minlength=self.n_groups_ * V).reshape(self.n_groups_, V)
 
     def _add_model_counts(self, noisy, first):
         self.event_counts_ = noisy if first else self.event_counts_ + noisy

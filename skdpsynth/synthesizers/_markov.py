@@ -163,25 +163,9 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
     def _model_shape(self, n_groups: int, n_states: int) -> tuple[int, ...]:
         return (n_groups, (n_states + 1) ** self.order, n_states)
 
-    def _contexts(self, states: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """Context index of every event: its ``order`` predecessors (START = V) in base V + 1."""
-        V = self.n_states_
-        pos = np.arange(len(states)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        ctx = np.zeros(len(states), dtype=np.int64)
-        for k in range(self.order, 0, -1):
-            prev = np.full(len(states), V, dtype=np.int64)
-            prev[k:] = states[:-k] if k < len(states) else prev[k:]
-            prev[pos < k] = V
-            ctx = ctx * (V + 1) + prev
-        return ctx
-
-    def _exact_model_counts(self, states, lengths, labels):
-        V = self.n_states_
-        n_ctx = self._n_ctx
-        lab = np.repeat(labels, lengths)
-        flat = (lab * n_ctx + self._contexts(states, lengths)) * V + states
-        shape = self._model_shape(self.n_groups_, V)
-        return np.bincount(flat, minlength=self.n_groups_ * n_ctx * V).reshape(shape)
+    @property
+    def _model_order(self) -> int:
+        return int(self.order)
 
     def _add_model_counts(self, noisy, first):
         self.transition_counts_ = noisy if first else self.transition_counts_ + noisy

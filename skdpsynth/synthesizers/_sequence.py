@@ -7,7 +7,10 @@ vocabulary and the per-learner domain
 first and passed to the domain releases, so that under ``mechanism="gaussian"``
 they compose in zCDP with it), measures the per-learner group histogram and the
 per-group length histogram, and leaves the event model to subclasses
-(DP-Markov, DP-HistSeq).
+(DP-Markov, DP-HistSeq). The fit sees the learners only through a
+:class:`~skdpsynth.privacy._sequences.PrivateSequences` handle: every answer
+is a DP query whose sensitivity the handle derives (the model counts' from the
+truncation at ``max_length`` it does itself).
 """
 
 from __future__ import annotations
@@ -29,16 +32,16 @@ from skdpsynth._release import restore_dtypes
 from skdpsynth.base import BaseSynthesizer, BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError, SchemaError
 from skdpsynth.privacy import BudgetRecord, normalise_counts
-from skdpsynth.privacy._clipping import ClipTally, clip_cost, release_clip_counts, warn_clipped_exactly
+from skdpsynth.privacy._clipping import clip_cost, release_clip_counts, warn_clipped_exactly
 from skdpsynth.privacy._domain import drop_unreleased_categories
-from skdpsynth.privacy._mechanisms import discrete_gaussian_mechanism, geometric_mechanism, geometric_variance
+from skdpsynth.privacy._mechanisms import geometric_variance
+from skdpsynth.privacy._sequences import PrivateSequences
 from skdpsynth.schema import TableSchema, resolve_schema
 from skdpsynth.synthesizers._sequence_data import (
     EventRoles,
     SequenceData,
     check_in_vocabulary,
     decode_states,
-    encode_states,
     event_specs,
     length_bin_edges,
     read_event_table,
@@ -76,12 +79,12 @@ class _Plan:
 class BaseSequenceSynthesizer(BaseSynthesizer):
     """Base of synthesizers of long-format event tables (one privacy unit = one learner).
 
-    Subclasses set ``_model_name`` and implement ``_model_shape(n_groups,
-    n_states)``, ``_exact_model_counts(states, lengths, groups)``,
-    ``_add_model_counts(noisy, first)``, ``_finalise_model()`` and
-    ``_sample_events(groups, lengths, rng)``; ``_model_sensitivity()`` (the
-    L1 = L2 bound of one learner's contribution to the model counts) defaults
-    to ``max_length``.
+    Subclasses set ``_model_name`` and implement ``_model_order`` (the
+    previous states in each counted key: 0 for event counts), ``_model_shape(n_groups,
+    n_states)``, ``_add_model_counts(noisy, first)``, ``_finalise_model()`` and
+    ``_sample_events(groups, lengths, rng)``. The model counts are the handle's
+    :meth:`~skdpsynth.privacy._sequences.PrivateSequences.event_counts` (L1 = L2
+    sensitivity ``max_length`` per learner, from the handle's own truncation).
     """
 
     _parameter_constraints: dict = {
@@ -108,6 +111,8 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
     #: dense model tables larger than this are refused before any budget is spent
     max_cells: int = 30_000_000
     _model_name = "events"
+    #: the fit sees the learners only through a PrivateSequences handle (see tests/test_boundary.py)
+    _takes_table = True
 
     # -- roles and settings ---------------------------------------------------------------
     def _roles(self) -> EventRoles:
@@ -194,48 +199,49 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         shares = {"groups": label, "lengths": self.length_share, "model": 1.0 - label - self.length_share}
         return {k: v for k, v in shares.items() if v > 0}
 
-    def _plan(self, data: SequenceData, ctx: FitContext) -> _Plan | None:
+    def _plan(self, data: PrivateSequences, ctx: FitContext) -> _Plan | None:
         """The cohort's budget, checked whole against the request before anything is spent (None: non-private)."""
         if not ctx.accountant.private:
             return None
-        domain, budget, model = cohort_budget(self, ctx.accountant, data.learners, self._domain_parts(ctx.first),
+        domain, budget, model = cohort_budget(self, ctx.accountant, data.learner_template,
+                                              self._domain_parts(ctx.first),
                                               self.mechanism, domain_share(self))
         ctx.accountant.require([*domain.records, *model],
                                what=f"{type(self).__name__}.{'fit' if ctx.first else 'partial_fit'}")
         return _Plan(domain, budget)
 
-    def _measure(self, exact: np.ndarray, *, part: str, what: str, sensitivity: float, plan: _Plan | None,
-                 ctx: FitContext) -> np.ndarray:
-        """Noisy integer counts through the chosen mechanism (charged to ``ctx.accountant``)."""
+    def _cost(self, part: str, plan: _Plan | None) -> dict[str, float]:
+        """The keyword cost of measurement ``part`` for the handle's queries (none without privacy)."""
         if plan is None:
-            ctx.accountant.declare_nonprivate(what)
-            return exact.astype(float)
-        target = f"{what} (L1=L2 sensitivity {sensitivity:g} per learner)"
-        kw = dict(noise=ctx.noise, accountant=ctx.accountant, target=target)
-        if self.mechanism == "geometric":
-            noisy = geometric_mechanism(exact, sensitivity=sensitivity, epsilon=plan.measurements[part], **kw)
-        else:
-            noisy = discrete_gaussian_mechanism(exact, l2_sensitivity=sensitivity, rho=plan.measurements[part], **kw)
-        return noisy.astype(float)
+            return {}
+        return {"epsilon" if self.mechanism == "geometric" else "rho": plan.measurements[part]}
+
+    @staticmethod
+    def _target(what: str, sensitivity: float, plan: _Plan | None) -> str:
+        """The budget log's name of a measurement, with the sensitivity the handle charges it at."""
+        return what if plan is None else f"{what} (L1=L2 sensitivity {sensitivity:g} per learner)"
 
     # -- fitting --------------------------------------------------------------------------
+    def _private_view(self, data: SequenceData, ctx: FitContext) -> PrivateSequences:
+        """The cohort behind a handle of DP queries: all the fit sees of the learners."""
+        return PrivateSequences(data, max_length=int(self.max_length), accountant=ctx.accountant, noise=ctx.noise)
+
     def _fit_cohort(self, data: SequenceData, ctx: FitContext) -> None:
-        self._count_clipped(data, ctx)
-        plan = self._plan(data, ctx)
+        cohort = self._private_view(data, ctx)  # from here on the learners are seen only through DP queries
+        self._count_clipped(cohort, ctx)
+        plan = self._plan(cohort, ctx)
         if ctx.first:
-            self._fit_domain(data, plan, ctx)
+            self._fit_domain(cohort, plan, ctx)
         record_schema_privacy(self.learner_schema_, ctx)
-        rows, lengths = data.truncated(int(self.max_length))  # public bound, stated in the model's budget record
-        cells, labels, keep = self._encode_learners(data.learners)
-        # learners whose label the DP domain did not release are left out (counted with noise in _measure_learners)
-        rows, lengths = rows[np.repeat(keep, lengths)], lengths[keep]
-        states = self._encode_events(data.events.iloc[rows])
-        self._measure_learners(cells, labels, lengths, plan, ctx, left_out=int((~keep).sum()))
-        exact = self._exact_model_counts(states, lengths, labels)
-        sensitivity = float(self._model_sensitivity())
-        noisy = self._measure(exact, part="model", what=f"{self._model_name} per label (each learner's first "
-                              f"max_length={int(self.max_length)} events; longer sequences are truncated)",
-                              sensitivity=sensitivity, plan=plan, ctx=ctx)
+        self._measure_learners(cohort, plan, ctx)
+        # the handle truncates each learner to max_length events and states the sensitivity (max_length) itself
+        counts = cohort.event_counts(self.states_, self.n_states_, order=self._model_order, label=self._label_cells,
+                                     n_labels=self.n_groups_)
+        sensitivity = counts.sensitivity()[0]
+        what = (f"{self._model_name} per label (each learner's first max_length={int(self.max_length)} events; "
+                "longer sequences are truncated)")
+        noisy = counts.measure(target=self._target(what, sensitivity, plan), **self._cost("model", plan))
+        noisy = noisy.astype(float).reshape(self._model_shape(self.n_groups_, self.n_states_))
         self._warn_unreleased_events(noisy, sensitivity, plan)
         self._add_model_counts(noisy, ctx.first)
         self._finalise()
@@ -250,7 +256,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         given = resolve_schema(self.schema)
         return None if given is None else given.select(columns)
 
-    def _count_clipped(self, data: SequenceData, ctx: FitContext) -> None:
+    def _count_clipped(self, data: PrivateSequences, ctx: FitContext) -> None:
         """Label/static values a fixed schema clips, released as a noisy count per column (``CLIP_COUNT_SHARE`` of
         epsilon, or of rho under ``mechanism="gaussian"``; see :mod:`skdpsynth.privacy._clipping`): never the exact
         count. The cohort's plan is checked
@@ -259,55 +265,53 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         schema = self._fixed_learner_schema(ctx.first)
         if schema is None:
             return
-        _, masks = schema._validate_for_fit(data.learners[list(schema.names)])
+        tally = data.clipped(schema)
         if not ctx.accountant.private:
-            warn_clipped_exactly(ClipTally().add(masks), stacklevel=6)
+            warn_clipped_exactly(tally, stacklevel=6)
             return
-        if not masks:
+        if not tally:  # no bounded column (public)
             return
         cost = clip_cost(ctx.accountant, zcdp=self.mechanism == "gaussian")  # the whole fit stays Gaussian
         probe = copy.deepcopy(ctx.accountant)  # the plan after the count, before anything is spent
         probe.spend(BudgetRecord("planned", "values clipped to the public bounds",
                                  "zcdp" if "rho" in cost else "pure", **cost))
         self._plan(data, replace(ctx, accountant=probe))
-        self.clip_counts_ = release_clip_counts(ClipTally().add(masks), noise=ctx.noise, accountant=ctx.accountant,
+        self.clip_counts_ = release_clip_counts(tally, noise=ctx.noise, accountant=ctx.accountant,
                                                 label=type(self).__name__, stacklevel=6, **cost)
 
-    def _measure_learners(self, cells: np.ndarray, labels: np.ndarray, lengths: np.ndarray, plan: _Plan | None,
-                          ctx: FitContext, left_out: int = 0) -> None:
+    def _measure_learners(self, data: PrivateSequences, plan: _Plan | None, ctx: FitContext) -> None:
         """The group histogram (label and static cells) and the per-label length histogram; sets ``n_estimate_``.
 
-        Every kept learner is in one cell of each histogram, so each noisy total estimates the cohort's size;
-        ``n_estimate_`` weighs the two by the inverse of their noise variance (post-processing, from public
-        parameters): on OULAD AAA at epsilon 1 the 4-cell label histogram's total is about twice as tight as
-        the 80-cell length histogram's.
+        Every kept learner is in one cell of each histogram (L1 = L2 sensitivity 1), so each noisy total estimates
+        the cohort's size; ``n_estimate_`` weighs the two by the inverse of their noise variance (post-processing,
+        from public parameters): on OULAD AAA at epsilon 1 the 4-cell label histogram's total is about twice as
+        tight as the 80-cell length histogram's.
         """
-        totals = [self._measure_groups(cells, plan, ctx, left_out)] if self.learner_schema_ is not None else []
+        totals = [self._measure_groups(data, plan, ctx)] if self.learner_schema_ is not None else []
         nb = len(self.length_edges_) - 1
-        length_bin = np.searchsorted(self.length_edges_, lengths, side="right") - 1
-        exact = np.bincount(labels * nb + length_bin, minlength=self.n_groups_ * nb).reshape(self.n_groups_, nb)
-        noisy = self._measure(exact, part="lengths", what="length histogram per label (truncated lengths)",
-                              sensitivity=1.0, plan=plan, ctx=ctx)
+        noisy = data.learner_histogram(
+            self._length_cells, self.n_groups_ * nb, **self._cost("lengths", plan),
+            target=self._target("length histogram per label (truncated lengths)", 1.0, plan))
+        noisy = noisy.astype(float).reshape(self.n_groups_, nb)
         self.length_counts_ = noisy if ctx.first else self.length_counts_ + noisy
         totals.append((noisy.sum(), noisy.size * self._cell_variance("lengths", plan)))
         weights = np.array([1.0 / max(v, 1e-12) for _, v in totals])
         estimate = float(np.dot(weights, [t for t, _ in totals]) / weights.sum())
         self.n_estimate_ = max(int(round(estimate)), 1)
 
-    def _measure_groups(self, cells: np.ndarray, plan: _Plan | None, ctx: FitContext,
-                        left_out: int) -> tuple[float, float]:
+    def _measure_groups(self, data: PrivateSequences, plan: _Plan | None, ctx: FitContext) -> tuple[float, float]:
         """The group histogram; returns its noisy total over the kept learners and that total's noise variance.
 
         When the label's categories were estimated under DP, the histogram has one more cell: the learners left out
         because their label was not released (each learner is still in one cell: sensitivity 1, no extra cost). A
         warning says so only when that noisy cell stands clear of the noise (:meth:`_warn_above_noise`).
         """
-        exact = np.bincount(cells, minlength=self._group_cells())
         extra = self._label_leaves_out()
         what = "group histogram (label and static columns per learner" + (
             "; one cell for learners whose label was not released)" if extra else ")")
-        noisy = self._measure(np.append(exact, left_out) if extra else exact, part="groups", what=what,
-                              sensitivity=1.0, plan=plan, ctx=ctx)
+        noisy = data.learner_histogram(self._group_codes, self._group_cells() + int(extra),
+                                       **self._cost("groups", plan), target=self._target(what, 1.0, plan))
+        noisy = noisy.astype(float)
         if extra:
             noisy, dropped = noisy[:-1], noisy[-1]
             self._warn_above_noise(dropped, self._cell_variance("groups", plan), f"learners whose "
@@ -350,7 +354,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
             f"events in {self.event_columns_} whose value was not released by the DP vocabulary are kept as one "
             "'unreleased' state (written as missing values on sample)", f"a noisy total of the {self._model_name}")
 
-    def _fit_domain(self, data: SequenceData, plan: _Plan | None, ctx: FitContext) -> None:
+    def _fit_domain(self, data: PrivateSequences, plan: _Plan | None, ctx: FitContext) -> None:
         """First cohort: the vocabulary, the label/static domain and the public bins."""
         roles = self._roles()
         self.event_columns_ = list(roles.event_columns)
@@ -359,44 +363,34 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         self.vocabulary_private_ = public is None
         estimated = self._domain_parts(True)[1] and plan is not None
         if public is None:
-            # every event counts (the bound is on distinct states per learner, not on events): no truncation
-            rows, lengths = data.truncated(int(data.lengths.max(initial=1)))
-            learner = np.repeat(np.arange(data.n_learners), lengths)
             eps_v, delta_v = plan.domain.vocabulary if plan is not None else (None, 0.0)
             public = discover_vocabulary(
-                data.events.iloc[rows], learner, max_contrib=int(self.max_states_per_learner), epsilon=eps_v,
-                delta=delta_v, ctx=ctx, later=plan.domain.vocabulary_later if plan is not None else (),
-                advice=lambda n_hat: vocabulary_advice(self, data.learners if estimated else None, n_hat))
+                data, max_contrib=int(self.max_states_per_learner), epsilon=eps_v, delta=delta_v, ctx=ctx,
+                later=plan.domain.vocabulary_later if plan is not None else (),
+                advice=lambda n_hat: vocabulary_advice(self, data.learner_template if estimated else None, n_hat))
         self.states_ = public
         # an extra state for events whose value was not released (written as missing on sample)
         self.n_states_ = len(public) + int(self.vocabulary_private_ and plan is not None)
         self.learner_schema_ = None
         if roles.learner_columns:
-            self.learner_schema_ = learner_domain(data.learners, resolve_schema(self.schema), ctx=ctx,
-                                                  label_column=self.label_column,
+            self.learner_schema_ = learner_domain(data, resolve_schema(self.schema), label_column=self.label_column,
                                                   budget=plan.domain.learners if plan is not None else None,
                                                   later=plan.domain.learners_later if plan is not None else ())
             self.learner_grid_ = PublicGrid(self.learner_schema_, n_bins=int(self.static_bins))
         self.n_groups_ = int(self.learner_grid_.n_cells[0]) if self.label_column is not None else 1
         self._check_size(self.n_groups_, self.n_states_)
 
-    def _encode_events(self, events: pd.DataFrame) -> np.ndarray:
-        """State codes; events outside a DP-discovered vocabulary become the unreleased state (no warning here:
-        whether there are any is told from the noisy counts, :meth:`_warn_unreleased_events`)."""
-        states = encode_states(events, self.states_)
-        states[states < 0] = len(self.states_)  # only possible with a DP-discovered vocabulary
-        return states
+    def _learner_codes(self, learners: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(joint cell of label and static columns, label cell) of every learner; -1 for a learner left out.
 
-    def _encode_learners(self, learners: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(joint cell of label and static columns, label cell) per kept learner, and which learners are kept.
-
-        Under an estimated domain, static values it does not hold become missing, and learners whose label it
-        does not hold are left out: the label column is complete by contract, so it has no missing cell.
+        A public row-wise map (the handle applies it). Under an estimated domain, static values it does not hold
+        become missing, and learners whose label it does not hold are left out: the label column is complete by
+        contract, so it has no missing cell.
         """
-        keep = np.ones(len(learners), dtype=bool)
+        n = len(learners)
         if self.learner_schema_ is None:
-            zeros = np.zeros(len(learners), dtype=np.int64)
-            return zeros, zeros, keep
+            return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        keep = np.ones(n, dtype=bool)
         if resolve_schema(self.schema) is None:
             label = self.learner_schema_[self.label_column] if self.label_column is not None else None
             if label is not None and label.kind == "categorical":
@@ -404,9 +398,27 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
                 learners = learners[keep]
             learners = drop_unreleased_categories(learners, self.learner_schema_)
         codes = self.learner_grid_.encode(self.learner_schema_._validate_for_fit(learners)[0])  # counted above
-        cells = np.ravel_multi_index(codes.T, tuple(self.learner_grid_.n_cells)) if codes.shape[1] > 1 else codes[:, 0]
-        labels = codes[:, 0] if self.label_column is not None else np.zeros(len(codes), dtype=np.int64)
-        return np.asarray(cells, dtype=np.int64), np.asarray(labels, dtype=np.int64), keep
+        cells, labels = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        cells[keep] = np.ravel_multi_index(codes.T, tuple(self.learner_grid_.n_cells)) if codes.shape[1] > 1 \
+            else codes[:, 0]
+        labels[keep] = codes[:, 0] if self.label_column is not None else 0
+        return cells, labels
+
+    def _label_cells(self, learners: pd.DataFrame) -> np.ndarray:
+        """Label cell of every learner (-1: left out); the model counts' public per-learner key."""
+        return self._learner_codes(learners)[1]
+
+    def _group_codes(self, learners: pd.DataFrame, lengths: np.ndarray) -> np.ndarray:
+        """Cell of every learner in the group histogram: the left-out learners in one more cell at the end."""
+        cells = self._learner_codes(learners)[0]
+        return np.where(cells >= 0, cells, self._group_cells())
+
+    def _length_cells(self, learners: pd.DataFrame, lengths: np.ndarray) -> np.ndarray:
+        """Cell (label, length bin of the truncated length) of every learner; -1 for a learner left out."""
+        labels = self._learner_codes(learners)[1]
+        nb = len(self.length_edges_) - 1
+        cells = labels * nb + np.searchsorted(self.length_edges_, lengths, side="right") - 1
+        return np.where(labels >= 0, cells, -1)
 
     def _group_cells(self) -> int:
         return int(np.prod(self.learner_grid_.n_cells)) if self.learner_schema_ is not None else 1
@@ -470,17 +482,14 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         return out
 
     # -- hooks ----------------------------------------------------------------------------
-    def _model_sensitivity(self) -> float:
-        """Largest L1 (and L2) norm of one learner's contribution to the model counts."""
-        return float(self.max_length)
+    @property
+    @abstractmethod
+    def _model_order(self) -> int:
+        """Previous states in each counted key of the model (0: the events alone)."""
 
     @abstractmethod
     def _model_shape(self, n_groups: int, n_states: int) -> tuple[int, ...]:
         """Shape of the dense model count table."""
-
-    @abstractmethod
-    def _exact_model_counts(self, states: np.ndarray, lengths: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """Exact model counts of one cohort (truncated sequences; ``labels`` per learner)."""
 
     @abstractmethod
     def _add_model_counts(self, noisy: np.ndarray, first: bool) -> None:

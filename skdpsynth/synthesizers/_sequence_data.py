@@ -19,6 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from skdpsynth.exceptions import SchemaError
+from skdpsynth.privacy._sequences import encode_states, state_sort_key
 from skdpsynth.schema import ColumnSpec
 
 __all__ = ["EventRoles", "SequenceData", "check_in_vocabulary", "decode_states", "encode_states", "event_specs",
@@ -79,13 +80,6 @@ class SequenceData:
         """Number of learners (private: never stored or released as is)."""
         return len(self.starts)
 
-    def truncated(self, max_length: int) -> tuple[np.ndarray, np.ndarray]:
-        """(row positions kept, truncated lengths): each learner's first ``max_length`` events."""
-        lengths = np.minimum(self.lengths, max_length)
-        learner = np.repeat(np.arange(self.n_learners), lengths)
-        offset = np.arange(len(learner)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return self.starts[learner] + offset, lengths
-
 
 def length_bin_edges(max_length: int, n_bins: int) -> np.ndarray:
     """Public length bins ``[e_j, e_(j+1))`` covering ``1 .. max_length``, geometric widths.
@@ -118,20 +112,6 @@ def event_specs(states: list[tuple], columns: list[str], *, nullable: bool) -> l
     """Release specs of the event columns: their values in the (public or DP-released) vocabulary."""
     return [ColumnSpec(c, "categorical", categories=tuple(dict.fromkeys(s[j] for s in states)), nullable=nullable)
             for j, c in enumerate(columns)]
-
-
-def state_sort_key(state: tuple) -> tuple:
-    """Sort key of a joint state whose values may be of mixed types."""
-    return tuple((str(type(v)), v) for v in state)
-
-
-def encode_states(events: pd.DataFrame, states: list[tuple]) -> np.ndarray:
-    """State index of every event row (-1 where the joint event is not in ``states``)."""
-    if events.shape[1] == 1:  # fast path: one event column
-        index = pd.Index([s[0] for s in states], tupleize_cols=False)
-        return np.asarray(index.get_indexer(events.iloc[:, 0]), dtype=np.int64)
-    index = pd.MultiIndex.from_tuples(states, names=list(events.columns))
-    return np.asarray(index.get_indexer(pd.MultiIndex.from_frame(events)), dtype=np.int64)
 
 
 def resolve_vocabulary(vocabulary: Any, columns: list[str]) -> list[tuple] | None:

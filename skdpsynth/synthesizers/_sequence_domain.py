@@ -12,24 +12,16 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
 import pandas as pd
 
 from skdpsynth.base import FitContext
 from skdpsynth.exceptions import PrivacyLeakWarning, SchemaError
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._domain import DomainEstimateError, estimate_schema, plan_schema_cost
+from skdpsynth.privacy._domain import DomainEstimateError, plan_schema_cost
 from skdpsynth.privacy._domain_plan import DomainPlan, DomainRun, Part, plan_domain
-from skdpsynth.privacy._mechanisms import stability_histogram
-from skdpsynth.privacy._partition import (
-    WEIGHT_SCALE,
-    bounded_key_counts,
-    bounded_key_weights,
-    weighted_gaussian_selection,
-    weighted_gaussian_threshold,
-)
+from skdpsynth.privacy._partition import WEIGHT_SCALE, weighted_gaussian_threshold
+from skdpsynth.privacy._sequences import PrivateSequences
 from skdpsynth.schema import TableSchema, infer_schema
-from skdpsynth.synthesizers._sequence_data import encode_states, state_sort_key
 
 __all__ = ["AUTO_SHARE", "DomainBudget", "VocabularyRelease", "cohort_budget", "discover_vocabulary", "domain_share",
            "domain_slice",
@@ -277,8 +269,8 @@ def _setting(est, mechanism: str, share: float, schema: bool, learners: pd.DataF
 
 
 def discover_vocabulary(
-    events: pd.DataFrame, learner: np.ndarray, *, max_contrib: int, epsilon: float | None, delta: float,
-    ctx: FitContext, later: Sequence[BudgetRecord] = (), advice: Callable[[int], str] | None = None,
+    data: PrivateSequences, *, max_contrib: int, epsilon: float | None, delta: float, ctx: FitContext,
+    later: Sequence[BudgetRecord] = (), advice: Callable[[int], str] | None = None,
 ) -> list[tuple]:
     """Release the event vocabulary (joint states) under (epsilon, delta)-DP: a partition selection.
 
@@ -293,11 +285,11 @@ def discover_vocabulary(
        learner visits alone could not reach the release threshold (the count
        less one noise sd is below it), ONE error says so before anything else
        is measured, naming the settings that would work (``advice``);
-    2. the partition selection. Gaussian plan (the usual one): each learner
-       spreads a weight of L2 norm 1 over the distinct states they count
-       (``1 / sqrt(d)`` on each of ``d <= k``) and a state is released when its
-       noisy weight passes a threshold that a state held by one learner alone
-       passes with probability at most delta
+    2. the partition selection (:meth:`PrivateSequences.select_states`). Gaussian
+       plan (the usual one): each learner spreads a weight of L2 norm 1 over the
+       distinct states they count (``1 / sqrt(d)`` on each of ``d <= k``) and a
+       state is released when its noisy weight passes a threshold that a state
+       held by one learner alone passes with probability at most delta
        (:func:`~skdpsynth.privacy._partition.weighted_gaussian_selection`: L2
        sensitivity 1, whatever ``k``; Gopi et al. 2020). Laplace plan (when its
        threshold is lower, e.g. ``k = 1``): the stability histogram of learner
@@ -306,18 +298,16 @@ def discover_vocabulary(
        holding zCDP records it is charged in zCDP and composes with the model;
        otherwise it is one (epsilon, delta) record.
 
-    The bound is on distinct states, not on events: the caller passes every
-    event of each learner (no ``max_length`` truncation needed).
+    The bound is on distinct states, not on events: every event of each
+    learner counts (no ``max_length`` truncation needed).
 
     (epsilon, delta)-DP under add/remove-one-learner. With ``epsilon=None`` every
     observed state is kept and the read is recorded as non-private.
 
     Parameters
     ----------
-    events : pandas.DataFrame
-        The event columns of every event, sorted by learner then order.
-    learner : ndarray of int
-        Learner index of every row (non-decreasing).
+    data : PrivateSequences
+        The cohort's learners, behind the handle.
     max_contrib : int
         Contribution bound (distinct states per learner).
     epsilon : float or None
@@ -325,7 +315,7 @@ def discover_vocabulary(
     delta : float
         Its delta.
     ctx : FitContext
-        Accountant and noise source of the cohort.
+        Accountant (the handle's) and noise source of the cohort.
     later : sequence of BudgetRecord
         What will be charged afterwards (the label/static domain, the model);
         zCDP records enable the zCDP mode.
@@ -339,15 +329,13 @@ def discover_vocabulary(
     list of tuple
         The released states, sorted.
     """
-    uniques = list(map(tuple, events.drop_duplicates().itertuples(index=False, name=None)))
     if epsilon is None:
-        ctx.accountant.declare_nonprivate("event vocabulary read from the data (epsilon=None)")
-        return sorted(uniques, key=state_sort_key)
+        return data.observed_states("event vocabulary read from the data (epsilon=None)")
     k = int(max_contrib)
     part, plan = vocabulary_part((epsilon, delta), later, ctx.accountant, k)
     rule = vocabulary_release(part, k)
     run = DomainRun(plan, ctx.accountant, ctx.noise)
-    n_hat = run.count(len(np.unique(learner)))
+    n_hat = data.domain_count(run)
     # a lower confidence bound (one noise sd): a lucky count must not let a doomed release spend
     low = n_hat - min(plan.count.sd, 0.25 * rule.threshold)
     fix = advice(max(int(low), 0)) if advice is not None else (
@@ -358,41 +346,17 @@ def discover_vocabulary(
             f"the event vocabulary cannot be discovered at this budget: even a state that every learner visits "
             f"alone would need about {math.ceil(rule.threshold):,} of them to be released, and there are about "
             f"{max(n_hat, 0):,} (a noisy count, the only thing measured). {fix}")
-    states = _select_states(events, uniques, learner, part, k, run, ctx)
+    states = data.select_states(run, part, k)
     if not states:
         raise SchemaError(f"no event is visited by enough learners to be released at this budget (a state visited "
                           f"by learners who each visit {k} states needs about "
                           f"{math.ceil(rule.threshold / rule.per_learner):,} of them). {fix}")
-    return sorted(states, key=state_sort_key)
-
-
-def _select_states(events: pd.DataFrame, uniques: list[tuple], learner: np.ndarray, part: Part, k: int,
-                   run: DomainRun, ctx: FitContext) -> list[tuple]:
-    """The released states: weighted Gaussian partition selection, or the Laplace stability histogram."""
-    codes = encode_states(events, uniques)
-    run.open()
-    acc = run.parts_accountant
-    label = f"{run.plan.label}: "
-    if part.mechanism == "gaussian":
-        weights = bounded_key_weights(codes, learner, k, len(uniques))
-        candidates = np.flatnonzero(weights > 0)
-        released, _ = weighted_gaussian_selection(
-            weights[candidates], contribution_bound=k, rho=part.cost, delta=part.delta, noise=ctx.noise,
-            accountant=acc, target=label + f"learners' weights per state (L2 norm 1 over each learner's first {k} "
-                                           "distinct states; candidates: the weighted states)")
-    else:
-        counts = bounded_key_counts(codes, learner, k, len(uniques))
-        candidates = np.flatnonzero(counts > 0)
-        released, _ = stability_histogram(
-            counts[candidates], contribution_bound=k, epsilon=part.cost, delta=part.delta, noise=ctx.noise,
-            accountant=acc, target=label + f"learners per state (first {k} distinct states each; candidates: the "
-                                           "counted states)")
-    return [uniques[i] for i in candidates[released]]
+    return states
 
 
 def learner_domain(
-    learners: pd.DataFrame, given: TableSchema | None, *, label_column: str | None,
-    budget: tuple[float, float] | None, ctx: FitContext, later: Sequence[BudgetRecord] = (),
+    data: PrivateSequences, given: TableSchema | None, *, label_column: str | None,
+    budget: tuple[float, float] | None, later: Sequence[BudgetRecord] = (),
 ) -> TableSchema:
     """The schema of the label and static columns for the first cohort.
 
@@ -407,15 +371,13 @@ def learner_domain(
     :func:`discover_vocabulary`.
     """
     if given is not None:
-        return given.select(list(learners.columns))
+        return given.select(list(data.learner_template.columns))
     if budget is None:
+        learners = data.nonprivate_learners("label/static domain read from the data (epsilon=None)")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
-            inferred = infer_schema(learners)
-        ctx.accountant.declare_nonprivate("label/static domain read from the data (epsilon=None)")
-        return inferred
-    schema = estimate_schema(learners, epsilon=budget[0], delta=budget[1], accountant=ctx.accountant, noise=ctx.noise,
-                             later=later, label="label/static domain estimate")
+            return infer_schema(learners)
+    schema = data.estimate_learner_schema(*budget, later=later)
     if label_column is None:
         return schema
     return TableSchema(tuple(replace(c, nullable=False, fill=None) if c.name == label_column else c
