@@ -547,6 +547,7 @@ def test_audit_json_is_strict_and_verdict_exit_codes(audit_files, capsys):
     assert code == 2 and "broken" in err and "nothing was audited" in err
 
 
+@pytest.mark.requires("matplotlib")  # the audit writes its report with figures
 def test_audit_reads_budget_and_refuses_another_release(audit_files, capsys):
     code, _, err = run(capsys, synth_args(audit_files, "--force", out="release.csv"))
     assert code == 0, err
