@@ -36,10 +36,12 @@ print(synth.privacy_spent_)
 # %%
 # Where the budget went
 # ---------------------
-# Each record's share of its cohort's zCDP budget (``rho``), by mechanism.
+# Each cohort's zCDP budget (``rho``), by mechanism: the first cohort also pays for choosing which
+# marginals to measure (the exponential mechanism); the second re-measures the same ones on its own people.
 log = pd.DataFrame([{"cohort": r.cohort, "mechanism": r.mechanism, "rho": r.rho} for r in synth.budget_log_])
 shares = log.pivot_table(index="cohort", columns="mechanism", values="rho", aggfunc="sum").fillna(0.0)
-ax = shares.plot.bar(stacked=True, figsize=(6, 3.5))
+ax = shares.plot.bar(stacked=True, figsize=(7, 3.5), rot=0)
+ax.legend(title="mechanism", loc="upper left", bbox_to_anchor=(1.02, 1))
 ax.set_xlabel("cohort")
 ax.set_ylabel("rho (zCDP) spent")
 ax.set_title("Budget spent per cohort, by mechanism")
