@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 from skdpsynth.datasets import make_clickstream, make_learning_habits
 from skdpsynth.schema import TableSchema
 from skdpsynth.synthesizers._registry import REGISTRY
-from skdpsynth.utils.estimator_checks import check_registry, check_synthesizer
+from skdpsynth.utils.estimator_checks import SYNTHESIZER_CHECKS, check_registry, check_synthesizer
 
 SEQ_COLS = {"id_column": "learner_id", "order_column": "position", "event_columns": "activity",
             "label_column": "outcome"}
@@ -31,7 +31,7 @@ FAST = {
     "CAPSSynthesizer": {"target": "achievement", "m1_hidden": (32,), "z1_dim": 4, "m2_hidden": (16,), "z2_dim": 2,
                         "classifier_hidden": (16,), "pretrain_epochs": 1, "n_surrogate": 400, "epochs": 2,
                         "batch_size": 16, "n_public_samples": 128, "public_batch_size": 32, "replay_new": 200,
-                        "replay_old": 200, "replay_epochs": 1},
+                        "replay_old": 200, "replay_epochs": 1, "public_steps": 10},
     "CTGANSynthesizer": {"epochs": 1, "batch_size": 50},
     "TVAESynthesizer": {"epochs": 1, "batch_size": 50},
     "DPMarkovSynthesizer": {**SEQ_COLS, "max_length": 40},
@@ -56,6 +56,8 @@ CHECK_ESTIMATOR_PARAMS = {"CAPSSynthesizer": {"target": "y", "epsilon": None}}
 #: training a network in every scikit-learn check is slow: these run with ``-m slow``
 SLOW_CHECK_ESTIMATOR = {"DPCTGANSynthesizer", "PATEGANSynthesizer", "CAPSSynthesizer", "CTGANSynthesizer",
                         "TVAESynthesizer"}
+#: what a DP network must pass in every default run (one fit each); its other checks run with ``-m slow``
+PRIVACY_CHECKS = {"noise_unrecoverable", "budget", "no_training_rows"}
 
 
 def _cases(private_only: bool = False) -> list:
@@ -159,11 +161,26 @@ def test_an_unregistered_synthesizer_fails_the_registry_check(tmp_path, monkeypa
         sys.modules.pop("skdpsynth.synthesizers._planted", None)
 
 
-@pytest.mark.parametrize("info", _cases())
-def test_synthesizer_checks(info, mixed_frame, mixed_schema, sequence_data, caps_data):
+def _synthesizer_check_cases() -> list:
+    """Every check for every synthesizer; a DP network's checks beyond the privacy ones (4-25 s each) run with
+    ``-m slow``."""
+    cases = []
+    for case in _cases():
+        info = case.values[0]
+        names = [n for n in SYNTHESIZER_CHECKS if info.data == "table" or n != "sample_schema"]
+        if info.private and info.name in SLOW_CHECK_ESTIMATOR:
+            privacy = [n for n in names if n in PRIVACY_CHECKS]
+            cases += [pytest.param(info, privacy, id=f"{info.method}-privacy"),
+                      pytest.param(info, [n for n in names if n not in privacy], id=f"{info.method}-rest",
+                                   marks=pytest.mark.slow)]
+        else:
+            cases.append(pytest.param(info, names, id=info.method, marks=case.marks))
+    return cases
+
+
+@pytest.mark.parametrize("info, checks", _synthesizer_check_cases())
+def test_synthesizer_checks(info, checks, mixed_frame, mixed_schema, sequence_data, caps_data):
     est, X = make_case(info, mixed_frame, mixed_schema, sequence_data, caps_data)
-    checks = None if info.data == "table" else [
-        "determinism", "noise_unrecoverable", "n_estimate", "budget", "no_training_rows", "pickle_roundtrip", "clone"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         assert set(check_synthesizer(est, X, checks=checks).values()) == {"passed"}

@@ -33,7 +33,7 @@ SMALL = {
     "CAPSSynthesizer": {"target": "achievement", "m1_hidden": (16,), "z1_dim": 4, "m2_hidden": (8,), "z2_dim": 2,
                         "classifier_hidden": (8,), "pretrain_epochs": 1, "n_surrogate": 200, "epochs": 1,
                         "batch_size": 16, "n_public_samples": 64, "public_batch_size": 32, "replay_new": 100,
-                        "replay_old": 100, "replay_epochs": 1},
+                        "replay_old": 100, "replay_epochs": 1, "public_steps": 10},
     "CTGANSynthesizer": {"epochs": 1, "batch_size": 50},
     "TVAESynthesizer": {"epochs": 1, "batch_size": 50},
 }
