@@ -75,8 +75,8 @@ class _HalfScaleNoise:
 class HalfNoiseMarginals(DPMarginalsSynthesizer):
     """Broken control: charges epsilon (and logs scale 1/eps) but adds noise of scale 1/(2 eps)."""
 
-    def _fit_table(self, X, ctx):
-        super()._fit_table(X, dataclasses.replace(ctx, noise=_HalfScaleNoise(ctx.noise)))
+    def _private_view(self, Xn, ctx):  # the handle's queries draw from the halved noise source
+        return super()._private_view(Xn, dataclasses.replace(ctx, noise=_HalfScaleNoise(ctx.noise)))
 
 
 class InferredDomainMarginals(DPMarginalsSynthesizer):
@@ -85,7 +85,7 @@ class InferredDomainMarginals(DPMarginalsSynthesizer):
     def _resolve_domain(self, X, ctx):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
-            return dataclasses.replace(infer_schema(X), public=True)
+            return dataclasses.replace(infer_schema(X), public=True, raw=frozenset())  # certifies the raw values
 
 
 def stored_seed_marginals(epsilon: float) -> DPMarginalsSynthesizer:
