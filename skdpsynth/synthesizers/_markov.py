@@ -156,10 +156,6 @@ class DPMarkovSynthesizer(BaseSequenceSynthesizer):
             raise ValueError(f"order must be 1 or 2 (higher orders are not implemented), got {self.order!r}.")
         return roles
 
-    @property
-    def _n_ctx(self) -> int:
-        return (self.n_states_ + 1) ** self.order
-
     def _model_shape(self, n_groups: int, n_states: int) -> tuple[int, ...]:
         return (n_groups, (n_states + 1) ** self.order, n_states)
 

@@ -234,17 +234,21 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
             self._fit_domain(cohort, plan, ctx)
         record_schema_privacy(self.learner_schema_, ctx)
         self._measure_learners(cohort, plan, ctx)
-        # the handle truncates each learner to max_length events and states the sensitivity (max_length) itself
-        counts = cohort.event_counts(self.states_, self.n_states_, order=self._model_order, label=self._label_cells,
-                                     n_labels=self.n_groups_)
+        noisy, sensitivity = self._measure_model(cohort, plan)
+        self._warn_unreleased_events(noisy, sensitivity, plan)  # here: its stacklevel points at the caller of fit
+        self._add_model_counts(noisy, ctx.first)
+        self._finalise()
+
+    def _measure_model(self, data: PrivateSequences, plan: _Plan | None) -> tuple[np.ndarray, float]:
+        """The noisy model counts per label and the sensitivity the handle charged them at (``max_length``: the
+        handle truncates every learner itself)."""
+        counts = data.event_counts(self.states_, self.n_states_, order=self._model_order, label=self._label_cells,
+                                   n_labels=self.n_groups_)
         sensitivity = counts.sensitivity()[0]
         what = (f"{self._model_name} per label (each learner's first max_length={int(self.max_length)} events; "
                 "longer sequences are truncated)")
         noisy = counts.measure(target=self._target(what, sensitivity, plan), **self._cost("model", plan))
-        noisy = noisy.astype(float).reshape(self._model_shape(self.n_groups_, self.n_states_))
-        self._warn_unreleased_events(noisy, sensitivity, plan)
-        self._add_model_counts(noisy, ctx.first)
-        self._finalise()
+        return noisy.astype(float).reshape(self._model_shape(self.n_groups_, self.n_states_)), sensitivity
 
     def _fixed_learner_schema(self, first: bool) -> TableSchema | None:
         """The label/static schema fixed before this cohort (given, or estimated on the first), if any."""
