@@ -28,6 +28,7 @@ in ``sample()``, ties broken by the share of its single cells (table) or events
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -246,7 +247,17 @@ def _fingerprint(table: pd.DataFrame) -> int:
     if not len(table):
         return 0
     rows = pd.util.hash_pandas_object(table, index=False).to_numpy()
-    return hash((tuple(table.columns), rows.tobytes()))
+    return _digest([repr(tuple(table.columns)).encode(), rows.tobytes()])
+
+
+def _digest(parts: list[bytes]) -> int:
+    """A hash that is the same in every process (Python's ``hash`` of bytes is salted per interpreter, and the
+    trials run in worker processes while the seed replays are fingerprinted in the parent)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return int.from_bytes(h.digest()[:8], "little")
 
 
 def _domain_evidence(est: Any, neighbours: Neighbours) -> float:
@@ -296,7 +307,7 @@ def _statistics_fingerprint(fitted: Any, neighbours: Neighbours) -> int:
     extract = _extractor(fitted)
     if extract is None:
         return _table_fingerprint(fitted, neighbours)
-    return hash(tuple(m.noisy.tobytes() for m in extract(fitted, neighbours)))
+    return _digest([np.ascontiguousarray(m.noisy).tobytes() for m in extract(fitted, neighbours)])
 
 
 def _prepare_replay(estimator: Any, neighbours: Neighbours,
