@@ -134,3 +134,14 @@ def test_remaining_rho_fills_budget_exactly():
     eps, delta = acc.spent()
     assert eps == pytest.approx(1.0, rel=1e-6) and eps <= 1.0 + 1e-9
     assert delta == 1e-6
+
+
+def test_a_whole_zcdp_budget_reads_back_as_at_most_the_request():
+    # epsilon 1 -> rho -> epsilon used to read 1.0000000000000007, so `privacy_spent_.epsilon <= 1.0` was False
+    from skdpsynth import NPGCSynthesizer
+    from skdpsynth.datasets import make_learning_habits
+
+    data = make_learning_habits(300, n_weeks=2, random_state=0)
+    for epsilon in (0.3, 1.0, 3.0):
+        spent = NPGCSynthesizer(epsilon=epsilon, schema=data.schema, random_state=0).fit(data.frame).privacy_spent_
+        assert spent.epsilon <= epsilon and spent.epsilon == pytest.approx(epsilon, rel=1e-6)

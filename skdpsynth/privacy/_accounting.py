@@ -247,8 +247,15 @@ def compose(
         raise ValueError(f"composition must be 'parallel' or 'sequential', got {composition!r}.")
     private = all(r.kind != "none" for r in records)
     reproducible = any(r.noise == "reproducible" for r in records)
-    return PrivacySpent(float(eps), float(delta), tuple(per), composition, private,
+    return PrivacySpent(_tidy(eps), _tidy(delta), tuple(per), composition, private,
                         reproducible_noise=reproducible)
+
+
+def _tidy(value: float) -> float:
+    """``value`` to 12 significant digits: the round trip epsilon -> rho -> epsilon of a zCDP budget leaves
+    floating-point residue (epsilon 1 read back as 1.0000000000000007), far below any meaningful privacy
+    difference; the records keep their exact costs."""
+    return float(f"{float(value):.12g}") if math.isfinite(value) else float(value)
 
 
 class BudgetAccountant:
