@@ -231,14 +231,28 @@ def test_histogram_n_estimate_is_the_noisy_total():
 
 @pytest.mark.parametrize("given", [True, False])
 def test_histogram_cell_refusal_comes_first_and_hides_n(given):
-    n = 57
+    # with a schema the grid is public: refused before anything is read or spent. Without one the columns' kinds
+    # (and so their cells) are a DP answer: refused from the estimated grid, after the domain's share only
+    n = 57 if given else 3001
     rng = np.random.default_rng(7)
     X = pd.DataFrame({f"x{i}": rng.normal(size=n) for i in range(9)})
     schema = TableSchema.from_dict({c: {"kind": "continuous", "lower": -5, "upper": 5} for c in X}) if given else None
-    est = DPHistogramSynthesizer(epsilon=1.0, schema=schema, n_bins=20)
+    est = DPHistogramSynthesizer(epsilon=1.0 if given else 20.0, schema=schema, n_bins=20)
     with pytest.raises(SchemaError, match="max_cells") as info:
         est.fit(X)
     assert str(n) not in str(info.value)
+    if given:
+        assert not hasattr(est, "budget_log_")
+    else:
+        assert est.budget_log_ and all("domain" in r.target for r in est.budget_log_)
+
+
+def test_histogram_wide_table_refused_from_its_width_alone():
+    # 24 columns have at least 2**24 cells whatever they hold: refused before any spend, without reading values
+    X = pd.DataFrame({f"c{i}": ["a", "b"] * 10 for i in range(24)})
+    est = DPHistogramSynthesizer(epsilon=1.0)
+    with pytest.raises(SchemaError, match="whatever the columns hold"):
+        est.fit(X)
     assert not hasattr(est, "budget_log_")
 
 

@@ -12,24 +12,11 @@ from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import SchemaError
 from skdpsynth.privacy import project_to_simplex
-from skdpsynth.privacy._domain import column_kind_from_dtype
 from skdpsynth.schema import resolve_schema
 from skdpsynth.synthesizers._engine import MarginalEngine, size_estimate
 from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["DPHistogramSynthesizer"]
-
-
-def _least_cells(kind: str, n_bins: int) -> int:
-    """Fewest cells a column of this kind can get from a DP-estimated schema (always nullable).
-
-    Continuous and datetime columns get ``n_bins`` bins; an integer column at
-    least two values (its DP bounds differ) or ``n_bins`` bins; a boolean two
-    values; a categorical column at least one released category; plus the
-    missing cell.
-    """
-    value_cells = {"continuous": n_bins, "datetime": n_bins, "integer": min(2, n_bins), "boolean": 2}
-    return value_cells.get(kind, 1) + 1
 
 
 class DPHistogramSynthesizer(BaseTabularSynthesizer):
@@ -129,12 +116,15 @@ class DPHistogramSynthesizer(BaseTabularSynthesizer):
         return data
 
     def _check_least_cells(self, frame: pd.DataFrame) -> None:
-        sizes = [_least_cells(column_kind_from_dtype(frame[c]), self.n_bins) for c in frame.columns]
-        if math.prod(sizes) > self.max_cells:
+        """Refuse before any spend a table too wide whatever its domain: from the number of columns alone (each gets
+        at least one value cell and the missing cell). The columns' kinds are a DP answer, so a tighter bound waits
+        for the estimate (:meth:`_check_cells` on its grid)."""
+        least = 2 ** frame.shape[1]
+        if least > self.max_cells:
             raise SchemaError(
-                f"DPHistogramSynthesizer: without a schema the joint table has at least {math.prod(sizes):.3g} "
-                f"cells (> max_cells={self.max_cells}) whatever the categories. Give a schema, drop or merge "
-                f"columns, lower n_bins (now {self.n_bins}), or use MSTSynthesizer / DPMarginalsSynthesizer."
+                f"DPHistogramSynthesizer: without a schema the joint table has at least {least:.3g} cells "
+                f"(> max_cells={self.max_cells}) whatever the columns hold. Give a schema, drop or merge columns, "
+                "or use MSTSynthesizer / DPMarginalsSynthesizer."
             )
 
     def _check_cells(self, grid: PublicGrid) -> int:
