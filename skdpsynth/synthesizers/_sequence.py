@@ -151,7 +151,6 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
             n_x = len(self.columns_) - (y is not None)
             self.n_features_in_ = n_x  # columns of X, as in scikit-learn (y not counted)
             self.feature_names_in_ = np.asarray(self.columns_[:n_x], dtype=object)
-            self.dtypes_ = dict(data.dtypes)
         elif set(data.frame_columns) != set(self.columns_):
             raise SchemaError(f"this cohort's columns {list(data.frame_columns)} differ from the first cohort's "
                               f"{list(self.columns_)}.")
