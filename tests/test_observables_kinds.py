@@ -136,13 +136,14 @@ class _StopBeforeModel(Exception):
 
 def _caps_until_the_model(X: pd.DataFrame, seed: int):
     """CAPS without a schema up to its model: the domain is estimated (spent), then the hook stops; returns the
-    observable outcome (exception type and message) and the labels the model would have seen."""
+    observable outcome (exception type and message) and the label space the model would use (the fit sees the
+    rows only through a handle, so the labels are those the DP domain released)."""
     pytest.importorskip("torch")
     from skdpsynth.synthesizers import CAPSSynthesizer
 
     class UntilModel(CAPSSynthesizer):
-        def _fit_table(self, Xn, ctx):
-            raise _StopBeforeModel(sorted(set(Xn[self.target])))
+        def _fit_table(self, table, ctx):
+            raise _StopBeforeModel([str(c) for c in self.schema_[self.target].categories])
 
     est = UntilModel(target="achievement", epsilon=20.0, delta=1e-5, random_state=seed, reproducible_noise=True)
     with warnings.catch_warnings():

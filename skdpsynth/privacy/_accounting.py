@@ -236,7 +236,7 @@ def compose(
     per = []
     for c in cohorts:
         dz = delta_zcdp.get(c, 0.0) if isinstance(delta_zcdp, dict) else delta_zcdp
-        per.append(_compose_cohort([r for r in records if r.cohort == c], dz))
+        per.append(tuple(map(_tidy, _compose_cohort([r for r in records if r.cohort == c], dz))))
     if not per:
         return PrivacySpent(0.0, 0.0, (), composition, True)
     if composition == "parallel":
