@@ -166,10 +166,17 @@ def run_cli(words: list[str], cwd: Path) -> None:
                     f"--- stderr\n{proc.stderr[-3000:]}", pytrace=False)
 
 
+#: guides whose examples train and audit for a minute or more on 2 CPUs: they run with ``-m slow`` (CI's slow
+#: step); every other guide's examples run in the default suite
+SLOW_GUIDES = {"docs/quickstart.md", "docs/audit.md", "docs/sequences.md", "docs/caps.md"}
+
+
 def _case(doc: Path):
     text = "".join(b.code for b in python_blocks(doc))
+    name = str(doc.relative_to(ROOT))
     marks = [pytest.mark.realdata] if REAL_LOADERS.search(text) else []
-    return pytest.param(doc, marks=marks, id=str(doc.relative_to(ROOT)))
+    marks += [pytest.mark.slow] if name in SLOW_GUIDES else []
+    return pytest.param(doc, marks=marks, id=name)
 
 
 @pytest.mark.parametrize("doc", [_case(d) for d in DOC_FILES if python_blocks(d)])
