@@ -135,3 +135,72 @@ class PrivateVector:
         if rho is not None:
             return exponential_mechanism_zcdp(utility, rho=rho, **kw)
         return exponential_mechanism(utility, epsilon=epsilon, **kw)
+
+
+class PrivateHandle:
+    """What every private-data handle shares: its cohort's budget (public facts only) and no way out.
+
+    A handle (:class:`~skdpsynth.privacy.PrivateTable`, NPGC's ``PrivateCopulaStatistics``, the sequences'
+    ``PrivateSequences``) keeps the cohort in name-mangled attributes and answers queries through
+    :class:`PrivateVector` (charged before it draws); it cannot be pickled and has no length (the number of people
+    is private). Only a non-private fit (``epsilon=None``) may open its data, through :meth:`_open`, which records
+    the use.
+
+    Parameters
+    ----------
+    accountant : BudgetAccountant
+        This cohort's budget.
+    noise : NoiseSource
+        The only source of privacy noise.
+    """
+
+    #: what the handle holds, for its refusals ("rows", "statistics", "learners")
+    _holds = "data"
+
+    def __init__(self, *, accountant: BudgetAccountant, noise: NoiseSource) -> None:
+        self._accountant = accountant
+        self._noise = noise
+
+    def __reduce__(self):
+        raise TypeError(f"a {type(self).__name__} holds private {self._holds} and is never pickled")
+
+    @property
+    def private(self) -> bool:
+        """Whether the queries add noise (False for ``epsilon=None``)."""
+        return self._accountant.private
+
+    @property
+    def cohort(self) -> int:
+        """Index of the cohort (0 for ``fit``)."""
+        return self._accountant.cohort
+
+    @property
+    def zcdp(self) -> bool:
+        """Whether this cohort converts zCDP charges at a positive delta (else pure DP)."""
+        return self._accountant.delta_zcdp > 0
+
+    def remaining_rho(self, reserve_epsilon: float = 0.0) -> float:
+        """zCDP budget left in this cohort (see ``BudgetAccountant.remaining_rho``)."""
+        return self._accountant.remaining_rho(reserve_epsilon)
+
+    def remaining_epsilon(self) -> float:
+        """Pure-DP budget left in this cohort."""
+        return self._accountant.remaining_epsilon()
+
+    def remaining_delta(self) -> float:
+        """Delta left in this cohort."""
+        return self._accountant.remaining_delta()
+
+    def require(self, records: Sequence, what: str) -> None:
+        """Refuse, before anything is measured, a plan the budget cannot serve (see ``BudgetAccountant.require``)."""
+        self._accountant.require(list(records), what=what)
+
+    def _vector(self, values: np.ndarray, groups: np.ndarray, bounds: np.ndarray) -> PrivateVector:
+        """``values`` kept private with their per-group bounds, answered through this handle's budget and noise."""
+        return PrivateVector(values, groups, bounds, accountant=self._accountant, noise=self._noise)
+
+    def _open(self, why: str) -> None:
+        """Allow the exact data out for a non-private fit only, recording the use."""
+        if self.private:
+            raise PermissionError(f"the {self._holds} of a private cohort are answered only through DP queries")
+        self._accountant.declare_nonprivate(why)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._answers import PrivateVector
+from skdpsynth.privacy._accounting import BudgetAccountant
+from skdpsynth.privacy._answers import PrivateHandle, PrivateVector
 from skdpsynth.privacy._clipping import ClipTally
 from skdpsynth.privacy._noise import NoiseSource
 
@@ -424,7 +424,7 @@ def pair_numerators(tables: np.ndarray, layout: PairLayout, n: int, a: int) -> n
 
 
 # ------------------------------------------------------------------------------------------ the handle
-class PrivateCopulaStatistics:
+class PrivateCopulaStatistics(PrivateHandle):
     """One cohort's :class:`CohortStatistics` behind DP queries: what NPGC's fit receives instead of the rows.
 
     Neighbouring relation: add or remove one person (one row of the cohort). Every query returns a
@@ -442,10 +442,11 @@ class PrivateCopulaStatistics:
         The only source of noise.
     """
 
+    _holds = "statistics"
+
     def __init__(self, stats: CohortStatistics, *, accountant: BudgetAccountant, noise: NoiseSource) -> None:
+        super().__init__(accountant=accountant, noise=noise)
         self.__stats = stats
-        self._accountant = accountant
-        self._noise = noise
 
     @classmethod
     def from_rows(cls, X: pd.DataFrame, cells, *, accountant: BudgetAccountant,
@@ -453,43 +454,12 @@ class PrivateCopulaStatistics:
         """The handle of a schema-normalised table (its statistics computed here, chunk by chunk)."""
         return cls(frame_statistics(X, cells, exact_values=not accountant.private), accountant=accountant, noise=noise)
 
-    def __reduce__(self):
-        raise TypeError("the statistics of a cohort are private and never pickled")
-
-    # -- public facts and the budget
-    @property
-    def private(self) -> bool:
-        """Whether the queries add noise."""
-        return self._accountant.private
-
-    @property
-    def zcdp(self) -> bool:
-        """Whether this cohort converts zCDP charges at a positive delta (else pure DP)."""
-        return self._accountant.delta_zcdp > 0
-
-    def remaining_rho(self) -> float:
-        """zCDP budget left in this cohort."""
-        return self._accountant.remaining_rho()
-
-    def remaining_epsilon(self) -> float:
-        """Pure-DP budget left in this cohort."""
-        return self._accountant.remaining_epsilon()
-
-    def require(self, records: list[BudgetRecord], what: str) -> None:
-        """Refuse, before anything is measured, a plan the budget cannot serve."""
-        self._accountant.require(records, what=what)
-
     def nonprivate(self, why: str) -> CohortStatistics:
         """The exact statistics, for ``epsilon=None`` only; recorded as a non-private use."""
-        if self.private:
-            raise PermissionError("the statistics of a private cohort are answered only through DP queries")
-        self._accountant.declare_nonprivate(why)
+        self._open(why)
         return self.__stats
 
     # -- queries
-    def _vector(self, values: np.ndarray, groups: np.ndarray, bounds: np.ndarray) -> PrivateVector:
-        return PrivateVector(values, groups, bounds, accountant=self._accountant, noise=self._noise)
-
     def histograms(self, offsets: np.ndarray) -> PrivateVector:
         """Every column's cell counts, concatenated (``offsets`` delimit the columns).
 

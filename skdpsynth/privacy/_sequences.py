@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._answers import PrivateVector
+from skdpsynth.privacy._answers import PrivateHandle, PrivateVector
 from skdpsynth.privacy._clipping import ClipTally
 from skdpsynth.privacy._mechanisms import stability_histogram
 from skdpsynth.privacy._noise import NoiseSource
@@ -64,7 +64,7 @@ def encode_states(events: pd.DataFrame, states: list[tuple]) -> np.ndarray:
     return np.asarray(index.get_indexer(pd.MultiIndex.from_frame(events)), dtype=np.int64)
 
 
-class PrivateSequences:
+class PrivateSequences(PrivateHandle):
     """One cohort of learners' event sequences, answered only through DP queries.
 
     Parameters
@@ -84,6 +84,8 @@ class PrivateSequences:
     The handle is not picklable and has no length: the number of learners is private.
     """
 
+    _holds = "learners"
+
     def __init__(self, data, *, max_length: int, accountant: BudgetAccountant, noise: NoiseSource) -> None:
         self.__events = data.events
         self.__starts = np.asarray(data.starts, dtype=np.int64)
@@ -91,15 +93,9 @@ class PrivateSequences:
         self.__learners = data.learners
         self.max_length = int(max_length)
         self.event_columns = tuple(str(c) for c in data.events.columns)
-        self._accountant = accountant
-        self._noise = noise
+        super().__init__(accountant=accountant, noise=noise)
 
     # -- public facts ----------------------------------------------------------------------
-    @property
-    def private(self) -> bool:
-        """Whether the queries add noise (False for ``epsilon=None``)."""
-        return self._accountant.private
-
     @property
     def learner_template(self) -> pd.DataFrame:
         """The label/static columns with their dtypes and no rows (public: names and dtypes only)."""
@@ -107,9 +103,6 @@ class PrivateSequences:
 
     def __repr__(self) -> str:
         return f"PrivateSequences(events={list(self.event_columns)!r}, private={self.private})"
-
-    def __reduce__(self):
-        raise TypeError("a PrivateSequences holds learners' event sequences and is never pickled")
 
     # -- learners --------------------------------------------------------------------------
     def learner_histogram(self, encode: Callable[[pd.DataFrame, np.ndarray], np.ndarray], n_cells: int, *,
@@ -188,8 +181,8 @@ class PrivateSequences:
         keys = keys * n_states + codes
         kept = (codes >= 0) & (labels >= 0)
         size = n_labels * (n_states + 1) ** order * n_states
-        return PrivateVector(np.bincount(keys[kept], minlength=size)[:size], np.zeros(size, dtype=np.int64),
-                             np.array([float(self.max_length)]), accountant=self._accountant, noise=self._noise)
+        return self._vector(np.bincount(keys[kept], minlength=size)[:size], np.zeros(size, dtype=np.int64),
+                            np.array([float(self.max_length)]))
 
     def select_states(self, run, part, max_contrib: int) -> list[tuple]:
         """The released states: a partition selection over each learner's first ``max_contrib`` distinct states.
@@ -242,19 +235,15 @@ class PrivateSequences:
     # -- the non-private door ----------------------------------------------------------------
     def observed_states(self, why: str) -> list[tuple]:
         """Every observed state, sorted, for a non-private fit (``epsilon=None``) only; recorded as non-private."""
-        self._nonprivate(why)
+        self._open(why)
         return sorted(self._uniques(), key=state_sort_key)
 
     def nonprivate_learners(self, why: str) -> pd.DataFrame:
         """The label/static values, for a non-private fit (``epsilon=None``) only; recorded as non-private."""
-        self._nonprivate(why)
+        self._open(why)
         return self.__learners
 
     # -- internals ----------------------------------------------------------------------------
-    def _nonprivate(self, why: str) -> None:
-        if self.private:
-            raise PermissionError("the learners of a private cohort are answered only through DP queries")
-        self._accountant.declare_nonprivate(why)
 
     def _uniques(self) -> list[tuple]:
         return list(map(tuple, self.__events.drop_duplicates().itertuples(index=False, name=None)))
@@ -271,5 +260,4 @@ class PrivateSequences:
 
     def _counts(self, exact: np.ndarray) -> PrivateVector:
         """Counts of learners in disjoint cells: one group, bound 1 (a learner is in one cell)."""
-        return PrivateVector(exact, np.zeros(exact.size, dtype=np.int64), np.ones(1), accountant=self._accountant,
-                             noise=self._noise)
+        return self._vector(exact, np.zeros(exact.size, dtype=np.int64), np.ones(1))

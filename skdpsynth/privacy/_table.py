@@ -36,15 +36,15 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
-from skdpsynth.privacy._answers import PrivateVector
+from skdpsynth.privacy._accounting import BudgetAccountant
+from skdpsynth.privacy._answers import PrivateHandle, PrivateVector
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.privacy._pate import TeacherPartitions
 
 __all__ = ["PrivateTable"]
 
 
-class PrivateTable:
+class PrivateTable(PrivateHandle):
     """One cohort of private rows, answered only through DP queries.
 
     Parameters
@@ -63,47 +63,18 @@ class PrivateTable:
     The handle is not picklable and has no length: the number of people is private.
     """
 
+    _holds = "rows"
+
     def __init__(self, rows: pd.DataFrame, schema, *, accountant: BudgetAccountant, noise: NoiseSource) -> None:
         self.__rows = rows
         self.__codes: dict[int, tuple[object, np.ndarray]] = {}
         self.__exact: dict[tuple, tuple[np.ndarray, tuple[int, ...]]] = {}
         self.schema = schema
         self.columns = tuple(str(c) for c in rows.columns)
-        self._accountant = accountant
-        self._noise = noise
-
-    # -- public facts and the budget ------------------------------------------------
-    @property
-    def private(self) -> bool:
-        """Whether the queries add noise (False for ``epsilon=None``)."""
-        return self._accountant.private
-
-    @property
-    def cohort(self) -> int:
-        """Index of the cohort (0 for ``fit``)."""
-        return self._accountant.cohort
-
-    def remaining_rho(self, reserve_epsilon: float = 0.0) -> float:
-        """zCDP budget left in this cohort (see ``BudgetAccountant.remaining_rho``)."""
-        return self._accountant.remaining_rho(reserve_epsilon)
-
-    def remaining_epsilon(self) -> float:
-        """Pure-DP budget left in this cohort."""
-        return self._accountant.remaining_epsilon()
-
-    def remaining_delta(self) -> float:
-        """Delta left in this cohort."""
-        return self._accountant.remaining_delta()
-
-    def require(self, records: Sequence[BudgetRecord], what: str) -> None:
-        """Refuse, before anything is measured, a plan the budget cannot serve (see ``BudgetAccountant.require``)."""
-        self._accountant.require(list(records), what=what)
+        super().__init__(accountant=accountant, noise=noise)
 
     def __repr__(self) -> str:
         return f"PrivateTable(columns={list(self.columns)!r}, private={self.private})"
-
-    def __reduce__(self):
-        raise TypeError("a PrivateTable holds private rows and is never pickled")
 
     # -- queries ------------------------------------------------------------------------
     def histogram(self, encode: Callable[[pd.DataFrame], np.ndarray], n_cells: int, *, rho: float | None = None,
@@ -201,8 +172,7 @@ class PrivateTable:
             groups.append(np.full(exact[-1].size, g))
             start += exact[-1].size
         # each candidate marginal is one group: a person is in one of its cells
-        vector = PrivateVector(np.concatenate(exact), np.concatenate(groups), np.ones(len(cliques)),
-                               accountant=self._accountant, noise=self._noise)
+        vector = self._vector(np.concatenate(exact), np.concatenate(groups), np.ones(len(cliques)))
         if self.private and rho is None:
             raise ValueError(f"{target}: a private selection needs rho")
         return vector.select(index, estimates, rho=rho, weights=weights, penalties=penalties, target=target)
@@ -220,9 +190,7 @@ class PrivateTable:
         PermissionError
             When the table is private.
         """
-        if self.private:
-            raise PermissionError("the rows of a private table are answered only through DP queries")
-        self._accountant.declare_nonprivate(why)
+        self._open(why)
         return self.__rows
 
     def dpsgd(self, encode: Callable[[pd.DataFrame], np.ndarray], optimizer, *, plan, sample_rate: float,
@@ -309,5 +277,4 @@ class PrivateTable:
 
     def _counts(self, exact: np.ndarray) -> PrivateVector:
         """Counts of people in disjoint cells: one group, bound 1 (a person is in one cell)."""
-        return PrivateVector(exact, np.zeros(exact.size, dtype=np.int64), np.ones(1), accountant=self._accountant,
-                             noise=self._noise)
+        return self._vector(exact, np.zeros(exact.size, dtype=np.int64), np.ones(1))
