@@ -145,3 +145,11 @@ def test_a_whole_zcdp_budget_reads_back_as_at_most_the_request():
     for epsilon in (0.3, 1.0, 3.0):
         spent = NPGCSynthesizer(epsilon=epsilon, schema=data.schema, random_state=0).fit(data.frame).privacy_spent_
         assert spent.epsilon <= epsilon and spent.epsilon == pytest.approx(epsilon, rel=1e-6)
+
+
+def test_inverse_variance_mean_weights_by_precision_and_exact_estimates_win():
+    from skdpsynth.privacy._postprocess import inverse_variance_mean
+
+    mean, var = inverse_variance_mean([100.0, 110.0], [1.0, 4.0])
+    assert mean == pytest.approx((100 / 1 + 110 / 4) / (1 / 1 + 1 / 4)) and var == pytest.approx(0.8)
+    assert inverse_variance_mean([100.0, 97.0, 140.0], [0.0, 0.0, 9.0]) == (98.5, 0.0)

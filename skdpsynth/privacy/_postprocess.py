@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_to_simplex", "normalise_counts"]
+__all__ = ["project_to_simplex", "normalise_counts", "inverse_variance_mean"]
 
 
 def project_to_simplex(counts: np.ndarray, total: float | np.ndarray | None = None, *, axis: int = -1) -> np.ndarray:
@@ -63,3 +63,28 @@ def normalise_counts(counts: np.ndarray, *, axis: int = -1) -> tuple[np.ndarray,
     tot = c.sum(axis=axis, keepdims=True)
     probs = np.where(tot > 0, c / np.where(tot > 0, tot, 1.0), 0.0)
     return probs, np.squeeze(tot <= 0, axis=axis)
+
+
+def inverse_variance_mean(values, variances) -> tuple[float, float]:
+    """The inverse-variance weighted mean of independent noisy estimates of one quantity, and its variance.
+
+    The one copy of the size estimate every synthesizer makes from its released totals (each marginal, histogram
+    or count estimates the number of people). Exact estimates (variance 0) win outright: their mean, variance 0.
+    Post-processing.
+
+    Parameters
+    ----------
+    values, variances : array-like of float
+        The estimates and their noise variances.
+
+    Returns
+    -------
+    mean, variance : float
+    """
+    values = np.asarray(values, dtype=float)
+    variances = np.asarray(variances, dtype=float)
+    exact = variances <= 0
+    if exact.any():
+        return float(values[exact].mean()), 0.0
+    weights = 1.0 / variances
+    return float(np.sum(weights * values) / weights.sum()), float(1.0 / weights.sum())

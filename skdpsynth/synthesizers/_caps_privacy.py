@@ -23,6 +23,7 @@ from skdpsynth.exceptions import PrivacyBudgetError
 from skdpsynth.privacy._accounting import BudgetRecord
 from skdpsynth.privacy._dpsgd import DPSGDPlan, dpsgd_privacy_report, dpsgd_record, plan_dpsgd
 from skdpsynth.privacy._mechanisms import geometric_variance
+from skdpsynth.privacy._postprocess import inverse_variance_mean
 from skdpsynth.privacy._table import PrivateTable
 
 __all__ = ["CyclePrivacy", "COUNT_TARGET", "dpsgd_target"]
@@ -175,6 +176,5 @@ class CyclePrivacy:
         """Inverse-variance mean of the noisy label total and the DP count (post-processing), at least 1."""
         if count is None:
             return max(total, 1)
-        v_total = k * geometric_variance(1.0, self.label)
-        v_count = geometric_variance(1.0, self.count)
-        return max(int(round((total / v_total + count / v_count) / (1 / v_total + 1 / v_count))), 1)
+        variances = [k * geometric_variance(1.0, self.label), geometric_variance(1.0, self.count)]
+        return max(int(round(inverse_variance_mean([total, count], variances)[0])), 1)

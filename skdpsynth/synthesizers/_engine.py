@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from skdpsynth.privacy import geometric_variance
+from skdpsynth.privacy._postprocess import inverse_variance_mean
 from skdpsynth.synthesizers._graphical_model import MarkovModel, Measurement, combine, estimate
 from skdpsynth.synthesizers._junction_tree import Clique, JunctionTree, build_junction_tree
 
@@ -86,12 +87,9 @@ def size_estimate(measurements: Sequence[Measurement]) -> float:
     Every person is in one cell of each marginal, so each total is the number of people plus noise of variance
     the sum of its cells' variances. Exact totals (variance 0) win outright. Post-processing.
     """
-    totals = np.array([float(np.sum(m.counts)) for m in measurements])
-    variances = np.array([float(np.sum(np.broadcast_to(m.variance, np.shape(m.counts)))) for m in measurements])
-    exact = variances <= 0
-    if exact.any():
-        return max(float(totals[exact].mean()), 1.0)
-    return max(float(np.sum(totals / variances) / np.sum(1.0 / variances)), 1.0)
+    totals = [float(np.sum(m.counts)) for m in measurements]
+    variances = [float(np.sum(np.broadcast_to(m.variance, np.shape(m.counts)))) for m in measurements]
+    return max(inverse_variance_mean(totals, variances)[0], 1.0)
 
 
 def pool(cohorts: Sequence[Sequence[Measurement]]) -> list[Measurement]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from skdpsynth.privacy._copula_statistics import PrivateCopulaStatistics
 from skdpsynth.privacy._mechanisms import gaussian_sigma, geometric_variance
-from skdpsynth.privacy._postprocess import project_to_simplex
+from skdpsynth.privacy._postprocess import inverse_variance_mean, project_to_simplex
 
 __all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities",
            "pool_rare_cells", "RARE_Z"]
@@ -44,9 +44,8 @@ def size_estimate(noisy, cells, offsets, var_cell: float) -> tuple[float, int]:
     """``n_hat`` and the public size ``a`` of the tau query from released counts (post-processing)."""
     # every column's noisy histogram sums to n + noise: inverse-variance average
     sums = np.add.reduceat(noisy, offsets[:-1]).astype(float)
-    w = 1.0 / cells.astype(float)
-    n_hat = float(np.sum(w * sums) / w.sum())
-    sd = math.sqrt(var_cell / w.sum())
+    n_hat, var = inverse_variance_mean(sums, cells.astype(float) * var_cell)
+    sd = math.sqrt(var)
     a = max(2, math.floor(n_hat - N_BOUND_Z * sd))
     logger.debug("NPGC: noisy n %.1f (sd %.2f), public size of the tau query %d", n_hat, sd, a)
     return max(n_hat, 0.0), a

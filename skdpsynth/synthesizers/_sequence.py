@@ -35,6 +35,7 @@ from skdpsynth.privacy import BudgetRecord, normalise_counts
 from skdpsynth.privacy._clipping import clip_cost, release_clip_counts, warn_clipped_exactly
 from skdpsynth.privacy._domain import drop_unreleased_categories
 from skdpsynth.privacy._mechanisms import geometric_variance
+from skdpsynth.privacy._postprocess import inverse_variance_mean
 from skdpsynth.privacy._sequences import PrivateSequences
 from skdpsynth.schema import TableSchema, resolve_schema
 from skdpsynth.synthesizers._sequence_data import (
@@ -298,8 +299,7 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         noisy = noisy.astype(float).reshape(self.n_groups_, nb)
         self.length_counts_ = noisy if ctx.first else self.length_counts_ + noisy
         totals.append((noisy.sum(), noisy.size * self._cell_variance("lengths", plan)))
-        weights = np.array([1.0 / max(v, 1e-12) for _, v in totals])
-        estimate = float(np.dot(weights, [t for t, _ in totals]) / weights.sum())
+        estimate, _ = inverse_variance_mean([t for t, _ in totals], [v for _, v in totals])
         self.n_estimate_ = max(int(round(estimate)), 1)
 
     def _measure_groups(self, data: PrivateSequences, plan: _Plan | None, ctx: FitContext) -> tuple[float, float]:
