@@ -282,6 +282,7 @@ def _site_config():
     return conf
 
 
+@pytest.mark.requires("torch")  # the API pages import every documented module, skdpsynth.models too
 def test_api_pages_document_every_public_name_once(tmp_path: Path) -> None:
     """The site's API pages list every public callable of every documented module, each object on one page."""
     import importlib
@@ -325,6 +326,7 @@ def test_gallery_examples_are_complete_scripts() -> None:
             assert re.search(rf"^{doc.stem}$", toc, flags=re.M), f"docs/index.md does not list {doc.name}"
 
 
+@pytest.mark.requires("torch")  # the API pages import every documented module, skdpsynth.models too
 def test_api_pages_list_every_error(tmp_path: Path) -> None:
     """Every public error and warning of ``skdpsynth.exceptions`` has its page in the site's API reference."""
     from skdpsynth import exceptions
