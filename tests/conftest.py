@@ -62,11 +62,9 @@ def data_dir() -> Path:
     return real_data_path()
 
 
-@pytest.fixture
-def mixed_frame() -> pd.DataFrame:
+def make_mixed(n: int = 600, seed: int = 0) -> pd.DataFrame:
     """A small mixed-type table with missing values (simulated; nothing private)."""
-    rng = np.random.default_rng(0)
-    n = 600
+    rng = np.random.default_rng(seed)
     df = pd.DataFrame({
         "score": rng.normal(60, 12, n).clip(0, 100),
         "age": rng.integers(17, 40, n),
@@ -76,6 +74,12 @@ def mixed_frame() -> pd.DataFrame:
     })
     df.loc[rng.random(n) < 0.1, "score"] = np.nan
     return df
+
+
+@pytest.fixture
+def mixed_frame() -> pd.DataFrame:
+    """:func:`make_mixed`'s 600 rows."""
+    return make_mixed()
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import make_mixed
 
 from skdpsynth.datasets import make_clickstream, make_learning_habits
 from skdpsynth.schema import TableSchema
@@ -86,17 +87,7 @@ def assert_neighbours_look_alike(make, X, X_plus) -> None:
 
 
 # -- the tables and their extreme people ------------------------------------------------------------------------
-def _mixed(n: int, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "score": rng.normal(60, 12, n).clip(0, 100),
-        "age": rng.integers(17, 40, n),
-        "course": rng.choice(["math", "bio", "art"], n, p=[0.5, 0.3, 0.2]),
-        "online": rng.random(n) < 0.4,
-        "enrolled": pd.to_datetime("2020-09-01") + pd.to_timedelta(rng.integers(0, 400, n), unit="D"),
-    })
-    df.loc[rng.random(n) < 0.1, "score"] = np.nan
-    return df
+_mixed = make_mixed  # the mixed-type table of the common tests (tests/conftest.py)
 
 
 SCHEMA = TableSchema.from_dict({
