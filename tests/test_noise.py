@@ -19,18 +19,27 @@ from skdpsynth.privacy import (
 
 
 def _chi2_against(draws: np.ndarray, pmf) -> float:
-    """p-value of a chi-square goodness-of-fit test of integer draws against ``pmf`` (tails pooled)."""
+    """p-value of a chi-square goodness-of-fit test of integer draws against ``pmf``.
+
+    Each tail, beyond the first and last cells expected to hold at least 5 draws, is pooled into that cell, with
+    the pmf's whole tail mass (its support widened well past the draws): a lone far draw, as likely as the pmf
+    says, then no longer makes a cell of expectation 0.01 hold 1 (which failed about 2 % of runs at sigma 0.7).
+    """
     lo, hi = int(draws.min()), int(draws.max())
-    support = np.arange(lo, hi + 1)
+    width = hi - lo + 50
+    support = np.arange(lo - width, hi + width + 1)
     p = pmf(support)
     p = p / p.sum()
-    observed = np.bincount(draws - lo, minlength=len(support))
+    observed = np.bincount(draws - support[0], minlength=len(support)).astype(float)
     expected = p * len(draws)
-    keep = expected >= 5  # pool cells with small expectation into one
-    obs = np.append(observed[keep], observed[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    if exp[-1] == 0:
-        obs, exp = obs[:-1], exp[:-1]
+    kept = np.flatnonzero(expected >= 5)
+    first, last = kept[0], kept[-1]
+    obs = observed[first:last + 1].copy()
+    exp = expected[first:last + 1].copy()
+    obs[0] += observed[:first].sum()
+    exp[0] += expected[:first].sum()
+    obs[-1] += observed[last + 1:].sum()
+    exp[-1] += expected[last + 1:].sum()
     return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
 
 
