@@ -45,11 +45,12 @@ SETTINGS = {
 }
 
 
-def oulad_aaa() -> tuple[pd.DataFrame, set]:
-    """The long table of module AAA and the activity types at least half of its learners visit."""
+def oulad_aaa(folder: Path = SHARED_DATA / "oulad") -> tuple[pd.DataFrame, set]:
+    """The long table of module AAA and the activity types at least half of its learners visit (also the
+    fixture of tests/test_sequence_domain.py)."""
     from skdpsynth.datasets import load_oulad
 
-    clicks = load_oulad(path=SHARED_DATA / "oulad", module="AAA", download=False).clickstream
+    clicks = load_oulad(path=folder, module="AAA", download=False).clickstream
     table = pd.DataFrame({"learner": clicks["code_presentation"] + "-" + clicks["id_student"].astype(str),
                           "date": clicks["date"], "activity_type": clicks["activity_type"],
                           "final_result": clicks["final_result"]})

@@ -7,7 +7,9 @@ passed as ``later=``); a refusal spends only a noisy count and names the setting
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,15 +31,10 @@ def oulad_aaa():
     """OULAD module AAA as a long table (735 learners), and the activity types most of them visit."""
     from conftest import real_data_path
 
-    from skdpsynth.datasets import load_oulad
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from partition_selection import oulad_aaa as load  # the benchmark's table, one copy
 
-    clicks = load_oulad(path=real_data_path("oulad"), module="AAA", download=False).clickstream
-    table = pd.DataFrame({"learner": clicks["code_presentation"] + "-" + clicks["id_student"].astype(str),
-                          "date": clicks["date"], "activity_type": clicks["activity_type"],
-                          "final_result": clicks["final_result"]})
-    n = table["learner"].nunique()
-    visits = table.drop_duplicates(["learner", "activity_type"])["activity_type"].value_counts()
-    return table, set(visits[visits >= n / 2].index)
+    return load(real_data_path("oulad"))
 
 
 def _within(spent, epsilon: float, delta: float) -> bool:
