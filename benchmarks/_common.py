@@ -1,19 +1,36 @@
-"""Helpers shared by the benchmark scripts: timing, peak memory, result files."""
+"""Helpers shared by the benchmark scripts: timing, peak memory, result files.
+
+Every result file is written by :func:`write_results`, which stamps it (``stamp``: the commit, the date, the
+command line, the versions, the machine and ``depends``, the sha256 of every file of this repository the
+benchmark had loaded) and holds no absolute path of this machine (paths under the repository become relative;
+others are rewritten or refused). ``python -m benchmarks.report`` reads these files.
+"""
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
 import os
 import platform
+import re
+import subprocess
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
+#: the folders of this repository whose loaded modules a result depends on
+DEPEND_DIRS = ("skdpsynth", "benchmarks")
+#: the packages whose versions a stamp records (when installed; torch only when the benchmark imported it)
+VERSIONED = ("numpy", "scipy", "pandas", "scikit-learn", "sdmetrics", "skdpsynth")
 SHARED_DATA = Path(os.environ.get("SKDPSYNTH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
@@ -57,11 +74,170 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None
     return "\n".join(lines)
 
 
-def write_results(name: str, payload: dict[str, Any], markdown: str) -> Path:
-    """Write ``results/NAME.json`` and ``results/NAME.md``; returns the JSON path."""
+def sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes (hex)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def loaded_dependencies(extra: Iterable[str | Path] = ()) -> dict[str, str]:
+    """``{repo-relative path: sha256}`` of this repository's modules loaded now, plus ``extra`` files.
+
+    A module counts when its file lies under one of :data:`DEPEND_DIRS` of this repository (the running
+    script, ``__main__``, included); modules loaded from elsewhere (an installed or exported older copy) do not.
+    """
+    files: set[Path] = set()
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__file__", None)
+        if name:
+            files.add(Path(name).resolve())
+    files.update(Path(p).resolve() if Path(p).is_absolute() else (ROOT / p).resolve() for p in extra)
+    deps = {}
+    for path in files:
+        try:
+            rel = path.relative_to(ROOT)
+        except ValueError:
+            continue
+        if rel.parts and rel.parts[0] in DEPEND_DIRS and path.suffix == ".py" and path.is_file():
+            deps[rel.as_posix()] = sha256(path)
+    return dict(sorted(deps.items()))
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    names = list(VERSIONED) + (["torch"] if "torch" in sys.modules else [])
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command that reruns this benchmark from the repository root (script path made relative)."""
+    argv = list(sys.argv if argv is None else argv)
+    script = Path(argv[0]) if argv else Path("?")
+    try:
+        script_text = script.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        script_text = str(script)
+    return relative_text(" ".join(["python", script_text, *argv[1:]]))
+
+
+def stamp(depends: Iterable[str | Path] = ()) -> dict[str, Any]:
+    """What a result file records about the run that wrote it.
+
+    ``commit`` is this checkout's HEAD and ``dirty`` says whether any file of ``depends`` differs from it
+    (a result measured on uncommitted code); ``depends`` maps each repository file the benchmark had loaded
+    to its sha256, which ``tests/test_results_fresh.py`` compares with the files as they are now.
+    """
+    deps = loaded_dependencies(depends)
+    dirty = _git("status", "--porcelain", "--", *deps) if deps else ""
+    return {
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": bool(dirty) if dirty is not None else None,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": command_line(),
+        "versions": _versions(),
+        "machine": machine(),
+        "depends": deps,
+    }
+
+
+_ABS_ROOTS = ("home", "work", "tmp", "root", "Users", "var", "opt", "mnt", "srv", "usr", "private", "data",
+              "scratch")
+
+
+def _abs_pattern() -> re.Pattern[str]:
+    tops = set(_ABS_ROOTS)
+    try:
+        tops.update(p for p in os.listdir("/") if re.fullmatch(r"[\w.+-]+", p))
+    except OSError:
+        pass
+    alternatives = "|".join(sorted(map(re.escape, tops), key=len, reverse=True))
+    # an absolute path: a slash not preceded by a word character, a dot, a slash or a colon (so "MiB/s",
+    # "./x", "https://" do not count), a top-level folder of a machine, then a slash or the end
+    return re.compile(rf"(?<![\w./:~<>-])/(?:{alternatives})(?=/|$|[\s'\"),;\]])")
+
+
+ABSOLUTE_PATH = _abs_pattern()
+
+
+def relative_text(text: str) -> str:
+    """``text`` with this repository's absolute paths made relative (and the temporary folder written ``<tmp>``).
+
+    Paths under the repository become repo-relative, paths under its parent folder ``../...``, the temporary
+    folder ``<tmp>`` and the home folder ``~``.
+    """
+    root = str(ROOT)
+    subs = [(root + "/", ""), (root, "."), (str(ROOT.parent) + "/", "../"),
+            (str(Path(tempfile.gettempdir()).resolve()) + "/", "<tmp>/"), ("/tmp/", "<tmp>/"),
+            (str(Path.home()) + "/", "~/")]
+    for old, new in subs:
+        if old.strip("/"):  # never the root folder itself (a checkout at /repo has "/" for parent)
+            text = re.sub(rf"(?<![\w./]){re.escape(old)}", new, text)
+    return text
+
+
+def relative_paths(obj: Any) -> Any:
+    """A copy of a JSON-like payload with :func:`relative_text` applied to every string (keys included)."""
+    if isinstance(obj, str):
+        return relative_text(obj)
+    if isinstance(obj, Path):
+        return relative_text(str(obj))
+    if isinstance(obj, dict):
+        return {relative_paths(k) if isinstance(k, str) else k: relative_paths(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [relative_paths(v) for v in obj]
+    return obj
+
+
+def absolute_paths(text: str) -> list[str]:
+    """The absolute paths of a machine found in ``text`` (each with a little context)."""
+    return [text[max(0, m.start() - 20): m.end() + 40].replace("\n", " ") for m in ABSOLUTE_PATH.finditer(text)]
+
+
+def write_results(name: str, payload: dict[str, Any], markdown: str, *,
+                  depends: Iterable[str | Path] = ()) -> Path:
+    """Write ``results/NAME.json`` and ``results/NAME.md``, stamped; returns the JSON path.
+
+    Parameters
+    ----------
+    name : str
+        The file name without extension.
+    payload : dict
+        The results (JSON-serialisable; other objects are written with ``str``). A ``stamp`` key is added
+        (see :func:`stamp`), and ``machine`` as before.
+    markdown : str
+        The human-readable report.
+    depends : iterable of path, default=()
+        Repository files the results depend on beyond the modules loaded in this process (e.g. the modules a
+        worker subprocess imports).
+
+    Raises
+    ------
+    ValueError
+        If the payload or the report still hold an absolute path of this machine once the repository's paths
+        are made relative.
+    """
     RESULTS.mkdir(parents=True, exist_ok=True)
-    payload = {"machine": machine(), **payload}
+    payload = relative_paths({"machine": machine(), **payload, "stamp": stamp(depends)})
+    text = json.dumps(payload, indent=2, default=lambda o: relative_text(str(o)))
+    markdown = relative_text(markdown)
+    found = absolute_paths(text) + absolute_paths(markdown)
+    if found:
+        raise ValueError(f"results/{name} would hold absolute paths of this machine: {found[:5]}")
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2, default=str))
+    path.write_text(text + "\n")
     (RESULTS / f"{name}.md").write_text(markdown + "\n")
     return path
