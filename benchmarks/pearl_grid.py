@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, SHARED_DATA, measure, write_results  # noqa: E402
+from _common import RESULTS, SHARED_DATA, measure, relative_paths, write_results  # noqa: E402
 from _grid_runner import run_grid  # noqa: E402
 from _pearl_data import SCENARIOS, load_scenario  # noqa: E402
 from _pearl_methods import display_name, grid_methods, histogram_fit, make_synthesizer  # noqa: E402
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
 
         def record(row: dict) -> None:
             with progress.open("a") as fh:
-                fh.write(json.dumps(row, default=str) + "\n")
+                fh.write(json.dumps(relative_paths(row), default=str) + "\n")  # no absolute path
             print(f"[{time.strftime('%H:%M:%S')}] {row['dataset']} {row['method']} eps={row['epsilon']:g} "
                   f"seed={row['seed']}: {row['status']} approved={row.get('approved')} "
                   f"failed={row.get('failed_checks')} ({row['wall_s']:.0f} s)", flush=True)
