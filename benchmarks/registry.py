@@ -1,0 +1,354 @@
+"""The published figures: every number README.md and docs/*.md quote from a benchmark, and where it comes from.
+
+A :class:`Figure` names a result file under ``benchmarks/results/``, reads one value (with its interval where the
+file holds seeds) from the file's JSON and formats it. ``python -m benchmarks.report`` writes README.md's
+Measured table (:data:`MEASURED`) and every ``<!-- fig:KEY -->...<!-- /fig -->`` span of docs/*.md from these
+entries; ``tests/test_results_fresh.py`` checks that the text matches and that every file listed here was
+written by the code as it is now (its stamp's ``depends`` hashes). Only the files listed here are published;
+older experiments live in ``benchmarks/results/archive/`` and are not maintained.
+
+Intervals: ``v [lo, hi]`` is a mean and its 95 % Student-t interval over seeds; ``lo-hi`` is the range of a
+set of settings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats
+
+__all__ = ["FIGURES", "MEASURED", "RERUN", "STALE_ALLOWED", "Figure", "Value", "published_files"]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A figure's value: a point, a point with a 95 % interval (``kind="ci"``) or a range (``kind="range"``)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    kind: str = "point"
+
+    def format(self, spec: str) -> str:
+        """The value written with the format ``spec`` (e.g. ``".3f"``)."""
+        if self.kind == "range":
+            low, high = format(self.low, spec), format(self.high, spec)
+            return low if low == high else f"{low}-{high}"
+        text = format(self.value, spec)
+        if self.kind == "ci":
+            text += f" [{format(self.low, spec)}, {format(self.high, spec)}]"
+        return text
+
+
+def mean_ci(values: Iterable[float], level: float = 0.95) -> Value:
+    """The mean of ``values`` and its Student-t interval at ``level``."""
+    xs = [float(v) for v in values]
+    n = len(xs)
+    if n == 0:
+        raise ValueError("no values")
+    mean = sum(xs) / n
+    if n == 1:
+        return Value(mean)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    return Value(mean, mean - half, mean + half, "ci")
+
+
+def ci_from_sd(mean: float, sd: float | None, n: int, level: float = 0.95) -> Value:
+    """A mean with its Student-t interval from a standard deviation over ``n`` seeds."""
+    if n < 2 or sd is None or not math.isfinite(sd):
+        return Value(mean)
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    return Value(mean, mean - half, mean + half, "ci")
+
+
+def value_range(values: Iterable[float]) -> Value:
+    """The range (min-max) of ``values``."""
+    xs = [float(v) for v in values]
+    return Value(None, min(xs), max(xs), "range")
+
+
+def select(rows: list[dict[str, Any]], **match: Any) -> list[dict[str, Any]]:
+    """The rows whose fields equal ``match`` (at least one, or ``KeyError``)."""
+    out = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    if not out:
+        raise KeyError(f"no row with {match}")
+    return out
+
+
+def one(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any]:
+    """The single row whose fields equal ``match``."""
+    out = select(rows, **match)
+    if len(out) != 1:
+        raise KeyError(f"{len(out)} rows with {match}")
+    return out[0]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One published number.
+
+    Parameters
+    ----------
+    key : str
+        The name used in ``<!-- fig:KEY -->`` spans and in :data:`MEASURED` templates.
+    source : str
+        The result file, relative to ``benchmarks/results/``.
+    read : callable
+        Maps the file's JSON payload to a :class:`Value` (or a plain number).
+    spec : str
+        The format specification of the number(s).
+    unit : str
+        Text written after the value (e.g. ``" s"``).
+    """
+
+    key: str
+    source: str
+    read: Callable[[dict[str, Any]], Value | float | int]
+    spec: str = ".3f"
+    unit: str = ""
+
+    def render(self, payload: dict[str, Any]) -> str:
+        """The figure's text from the source file's payload."""
+        value = self.read(payload)
+        if not isinstance(value, Value):
+            value = Value(float(value))
+        return value.format(self.spec) + self.unit
+
+
+def _npgc_utility(dataset: str, method: str, field: str) -> Callable[[dict[str, Any]], Value]:
+    return lambda p: mean_ci(r[field] for r in select(p["rows"], dataset=dataset, method=method))
+
+
+def _reference_fit(table: str, version: str) -> Callable[[dict[str, Any]], float]:
+    return lambda p: one(p["reference"], table=table, epsilon=1.0, version=version)["fit_s"]
+
+
+def _sampling(method: str) -> Callable[[dict[str, Any]], Value]:
+    return lambda p: value_range(r["sample_n_s"] for r in select(p["rows"], dataset="adult", method=method))
+
+
+def _side(dataset: str, method: str, field: str) -> Callable[[dict[str, Any]], Value]:
+    def read(p: dict[str, Any]) -> Value:
+        row = one(p["aggregate"], dataset=dataset, method=method)
+        if field == "tstr":
+            return ci_from_sd(row["tstr"], row.get("tstr_sd"), int(row["seeds"]))
+        return Value(row[field])
+    return read
+
+
+def _ratio(dataset: str, ours: str, against: str, field: str) -> Callable[[dict[str, Any]], float]:
+    return lambda p: one(p["ratios"], dataset=dataset, ours=ours, against=against)[field]
+
+
+def _regeneration_drop(method: str) -> Callable[[dict[str, Any]], float]:
+    def read(p: dict[str, Any]) -> float:
+        curve = sorted(select(p["table"], method=method), key=lambda r: r["generation"])
+        return 100 * (curve[-1]["overall"] - curve[0]["overall"])
+    return read
+
+
+def _regeneration_at(method: str, first: bool) -> Callable[[dict[str, Any]], float]:
+    def read(p: dict[str, Any]) -> float:
+        curve = sorted(select(p["table"], method=method), key=lambda r: r["generation"])
+        return curve[0 if first else -1]["overall"]
+    return read
+
+
+def _kt(data: str, epsilon: Any, field: str = "macro_f1", model: str = "DKT") -> Callable[[dict[str, Any]], float]:
+    return lambda p: one(p["knowledge_tracing"], model=model, data=data, epsilon=epsilon)[field]
+
+
+def _audit_tabular_seconds(p: dict[str, Any]) -> Value:
+    return value_range(r["seconds"] for r in p["rows"] if r["task"].startswith("tabular"))
+
+
+_NPGC_DATASETS = {"adult": "Adult", "uci_dropout": "UCI dropout", "oulad": "OULAD", "uci_hesp": "UCI HESP"}
+
+FIGURES: list[Figure] = [
+    # NPGC fit against the npgc 0.3.0 reference, training splits (best of 7)
+    Figure("npgc.fit.adult", "npgc_scaling.json", _reference_fit("adult (70 % split)", "after"), ".2g", " s"),
+    Figure("npgc.fit.adult.reference", "npgc_scaling.json", _reference_fit("adult (70 % split)", "npgc 0.3.0"),
+           ".2g", " s"),
+    Figure("npgc.fit.uci_dropout", "npgc_scaling.json", _reference_fit("uci_dropout (70 % split)", "after"),
+           ".2g", " s"),
+    Figure("npgc.fit.uci_dropout.reference", "npgc_scaling.json",
+           _reference_fit("uci_dropout (70 % split)", "npgc 0.3.0"), ".2g", " s"),
+    # NPGC fit at scale
+    Figure("npgc.fit.1e6", "npgc_scaling.json",
+           lambda p: one(p["rows"], table="adult", n=1000000, version="after")["fit_s"], ".2g", " s"),
+    Figure("npgc.fit.1e6.mib", "npgc_scaling.json",
+           lambda p: one(p["rows"], table="adult", n=1000000, version="after")["peak_mib"], ".0f", " MiB"),
+    Figure("npgc.fit.1e7", "npgc_scaling.json", lambda p: one(p["rows"], table="stream")["fit_s"], ".2g", " s"),
+    Figure("npgc.fit.1e7.mib", "npgc_scaling.json", lambda p: one(p["rows"], table="stream")["peak_mib"],
+           ".0f", " MiB"),
+    # NPGC sampling, Adult, 32,561 rows, over the six epsilons of npgc_reference
+    Figure("npgc.sample.adult", "npgc_reference.json", _sampling("skdpsynth.NPGC"), ".1f", " s"),
+    Figure("npgc.sample.adult.reference", "npgc_reference.json", _sampling("npgc (reference)"), ".0f", " s"),
+    # NPGC against MST, epsilon 1, 10 seeds
+    *[Figure(f"npgc.{field}.{ds}", "npgc_utility.json", _npgc_utility(ds, "NPGC after", field))
+      for ds in _NPGC_DATASETS for field in ("quality", "tstr_ratio")],
+    *[Figure(f"mst.{field}.{ds}", "npgc_utility.json", _npgc_utility(ds, "MST", field))
+      for ds in _NPGC_DATASETS for field in ("quality", "tstr_ratio")],
+    # regeneration: overall quality, first and tenth generation (Adult, 10,000 rows)
+    Figure("regen.nonprivate.first", "regeneration_n10000.json",
+           _regeneration_at("skdpsynth.NPGC (non-private)", True)),
+    Figure("regen.nonprivate.last", "regeneration_n10000.json",
+           _regeneration_at("skdpsynth.NPGC (non-private)", False)),
+    Figure("regen.nonprivate.drop", "regeneration_n10000.json",
+           _regeneration_drop("skdpsynth.NPGC (non-private)"), "+.2f"),
+    Figure("regen.eps10.first", "regeneration_n10000.json", _regeneration_at("skdpsynth.NPGC (eps=10)", True)),
+    Figure("regen.eps10.last", "regeneration_n10000.json", _regeneration_at("skdpsynth.NPGC (eps=10)", False)),
+    Figure("regen.eps10.drop", "regeneration_n10000.json", _regeneration_drop("skdpsynth.NPGC (eps=10)"), "+.1f"),
+    # regeneration of the other generators: Adult, 2,000 rows, 10 generations (4 for CTGAN / TVAE)
+    *[Figure(f"regen.{key}.drop", "regeneration.json", _regeneration_drop(method), "+.0f")
+      for key, method in (("copula", "Gaussian copula (copulas)"), ("ctgan", "CTGAN"), ("tvae", "TVAE"))],
+    # AIM against private-pgm's AIM, epsilon 1, 3 seeds each
+    Figure("aim.tstr.uci_dropout", "tabular_side_by_side_pgm_jax.json", _side("uci_dropout", "AIM", "tstr")),
+    Figure("pgm_aim.tstr.uci_dropout", "tabular_side_by_side_pgm_jax.json",
+           _side("uci_dropout", "private-pgm AIM", "tstr")),
+    Figure("aim.quality.uci_dropout", "tabular_side_by_side_pgm_jax.json", _side("uci_dropout", "AIM", "quality")),
+    Figure("pgm_aim.quality.uci_dropout", "tabular_side_by_side_pgm_jax.json",
+           _side("uci_dropout", "private-pgm AIM", "quality")),
+    Figure("aim.cpu_speedup.uci_dropout", "tabular_side_by_side_pgm_jax.json",
+           _ratio("uci_dropout", "AIM", "private-pgm AIM", "speed-up (CPU)"), ".0f", "x"),
+    Figure("aim_x4.tstr.uci_dropout", "tabular_side_by_side_pgm_jax.json",
+           _side("uci_dropout", "AIM (target x4)", "tstr")),
+    Figure("aim.rss_ratio.uci_dropout", "tabular_side_by_side_pgm_jax.json",
+           _ratio("uci_dropout", "AIM", "private-pgm AIM", "peak RSS ours / theirs"), ".3f"),
+    Figure("aim.rss_ratio.adult", "tabular_side_by_side_pgm_jax_adult.json",
+           _ratio("adult", "AIM", "private-pgm AIM", "peak RSS ours / theirs"), ".3f"),
+    Figure("aim.tstr.adult", "tabular_side_by_side_pgm_jax_adult.json", _side("adult", "AIM", "tstr")),
+    Figure("pgm_aim.tstr.adult", "tabular_side_by_side_pgm_jax_adult.json",
+           _side("adult", "private-pgm AIM", "tstr")),
+    Figure("aim.quality.adult", "tabular_side_by_side_pgm_jax_adult.json", _side("adult", "AIM", "quality")),
+    Figure("pgm_aim.quality.adult", "tabular_side_by_side_pgm_jax_adult.json",
+           _side("adult", "private-pgm AIM", "quality")),
+    Figure("aim.cpu_speedup.adult", "tabular_side_by_side_pgm_jax_adult.json",
+           _ratio("adult", "AIM", "private-pgm AIM", "speed-up (CPU)"), ".0f", "x"),
+    # CTGAN / TVAE (not DP), one seed
+    *[Figure(f"{m.lower()}.{field}.uci_dropout", "tabular_side_by_side_deep.json",
+             _side("uci_dropout", f"{m} (not DP)", field), spec, unit)
+      for m in ("CTGAN", "TVAE") for field, spec, unit in (("tstr", ".3f", ""), ("quality", ".3f", ""),
+                                                             ("fit_s", ".0f", " s"))],
+    Figure("tvae.tstr.adult", "tabular_side_by_side_tvae.json", _side("adult", "TVAE (not DP)", "tstr")),
+    Figure("tvae.fit_s.adult", "tabular_side_by_side_tvae.json", _side("adult", "TVAE (not DP)", "fit_s"),
+           ".0f", " s"),
+    # MST memory probe (tabular benchmark)
+    Figure("mst.fit_s.uci_dropout", "tabular.json", lambda p: p["mst_memory_probe"]["fit_s"], ".1f", " s"),
+    Figure("mst.rss.uci_dropout", "tabular.json", lambda p: p["mst_memory_probe"]["peak_rss_mib"], ".0f", " MiB"),
+    # sequences, OULAD AAA
+    Figure("markov.fit_s", "sequences.json",
+           lambda p: value_range(r["fit_s"] for r in p["oulad_aaa"] if r["method"].startswith("DP-Markov")),
+           ".1f", " s"),
+    Figure("markov.sample_s", "sequences.json",
+           lambda p: value_range(r["sample_1000_s"] for r in p["oulad_aaa"] if r["method"].startswith("DP-Markov")),
+           ".1f", " s"),
+    Figure("kt.dkt.markov_eps10", "sequences.json", _kt("DP-Markov o1", 10.0), ".2f"),
+    Figure("kt.dkt.real", "sequences.json", _kt("real", "-"), ".2f"),
+    Figure("kt.majority", "sequences.json", _kt("real", "-", "majority_macro_f1"), ".2f"),
+    # CAPS
+    Figure("caps.cycle_s", "caps_timing.json", lambda p: p["rows"][0]["cycle_seconds_115x68"], ".1f", " s"),
+    Figure("caps.pretrain_plus_cycle_s", "caps_timing.json",
+           lambda p: p["rows"][0]["fit_seconds_pretrain_plus_cycle_without_replay"], ".0f", " s"),
+    # PEARL audit speed and grid
+    Figure("audit.tabular_s", "audit_speed.json", _audit_tabular_seconds, ".0f", " s"),
+    Figure("audit.kt_s", "audit_speed.json",
+           lambda p: one(p["rows"], task="knowledge tracing (DKT + SAKT)", release="fresh BKT simulation")["seconds"],
+           ".0f", " s"),
+    Figure("pearl.approved", "pearl_grid.json", lambda p: p["summary"]["approved"], ".0f"),
+    Figure("pearl.audited", "pearl_grid.json", lambda p: p["summary"]["audited"], ".0f"),
+]
+
+#: README.md's Measured table: (what, figure text with ``{KEY}`` placeholders), in order
+MEASURED: list[tuple[str, str]] = [
+    ("NPGC fit, training splits, public schema, epsilon 1 (best of 7)",
+     "Adult (22,792 x 15) {npgc.fit.adult} vs {npgc.fit.adult.reference} for the `npgc` reference; "
+     "UCI dropout (3,096 x 37) {npgc.fit.uci_dropout} vs {npgc.fit.uci_dropout.reference}"),
+    ("NPGC fit, 10^6 Adult-like rows / 10^7 rows from chunks",
+     "{npgc.fit.1e6}, +{npgc.fit.1e6.mib} / {npgc.fit.1e7}, {npgc.fit.1e7.mib}"),
+    ("NPGC sampling 32,561 rows, Adult (range over 6 epsilons)",
+     "{npgc.sample.adult} vs {npgc.sample.adult.reference} for the reference"),
+    ("NPGC at eps 1, 10 seeds: SDMetrics quality (MST)",
+     "Adult {npgc.quality.adult} ({mst.quality.adult}), UCI dropout {npgc.quality.uci_dropout} "
+     "({mst.quality.uci_dropout}), OULAD {npgc.quality.oulad} ({mst.quality.oulad}), "
+     "UCI HESP {npgc.quality.uci_hesp} ({mst.quality.uci_hesp})"),
+    ("NPGC at eps 1, 10 seeds: TSTR / TRTR macro-F1 (MST)",
+     "Adult {npgc.tstr_ratio.adult} ({mst.tstr_ratio.adult}), UCI dropout {npgc.tstr_ratio.uci_dropout} "
+     "({mst.tstr_ratio.uci_dropout})"),
+    ("NPGC regeneration, 10 generations (Adult, 10,000 rows): overall quality, first -> last",
+     "non-private {regen.nonprivate.first} -> {regen.nonprivate.last} ({regen.nonprivate.drop} points), "
+     "eps 10 {regen.eps10.first} -> {regen.eps10.last} ({regen.eps10.drop} points); 2,000 rows: Gaussian copula "
+     "{regen.copula.drop} points in 10 generations, CTGAN {regen.ctgan.drop} and TVAE {regen.tvae.drop} in 4"),
+    ("AIM vs private-pgm's AIM (4d2b3c5, JAX), eps 1, side by side, 3 seeds each",
+     "TSTR macro-F1 UCI dropout {aim.tstr.uci_dropout} vs {pgm_aim.tstr.uci_dropout} ({aim_x4.tstr.uci_dropout} "
+     "with the outcome's pairs weighted), Adult {aim.tstr.adult} vs "
+     "{pgm_aim.tstr.adult}; SDMetrics {aim.quality.uci_dropout} vs {pgm_aim.quality.uci_dropout}, "
+     "{aim.quality.adult} vs {pgm_aim.quality.adult}; {aim.cpu_speedup.uci_dropout} / {aim.cpu_speedup.adult} "
+     "faster (CPU s) at {aim.rss_ratio.uci_dropout} / {aim.rss_ratio.adult} of its peak RSS"),
+    ("CTGAN / TVAE (not DP, 300 epochs), UCI dropout, one seed",
+     "TSTR {ctgan.tstr.uci_dropout} / {tvae.tstr.uci_dropout}, SDMetrics {ctgan.quality.uci_dropout} / "
+     "{tvae.quality.uci_dropout}, fit {ctgan.fit_s.uci_dropout} / {tvae.fit_s.uci_dropout} "
+     "(TVAE on Adult: TSTR {tvae.tstr.adult}, {tvae.fit_s.adult})"),
+    ("MST, UCI dropout", "fit {mst.fit_s.uci_dropout}, process peak RSS {mst.rss.uci_dropout}"),
+    ("DP-Markov, OULAD AAA (350,298 events), orders 1-2, eps 1-10",
+     "fit {markov.fit_s}, 1,000 learners sampled in {markov.sample_s}"),
+    ("Knowledge tracing: DKT trained on DP-Markov data (eps 10)",
+     "macro-F1 {kt.dkt.markov_eps10} on real held-out learners (majority floor {kt.majority}, "
+     "real-trained {kt.dkt.real})"),
+    ("CAPS: one cycle, 115 students x 68 features",
+     "{caps.cycle_s} (target 60 s); pre-training on 100,000 rows plus one cycle {caps.pretrain_plus_cycle_s}"),
+    ("PEARL audit, UCI dropout (4 checks)", "{audit.tabular_s}; DKT + SAKT check on 4,000 learners {audit.kt_s}"),
+    ("PEARL grid (`benchmarks/pearl_grid.py --full`)", "{pearl.approved} of {pearl.audited} releases approved"),
+]
+
+#: the command that regenerates each published file when its stamp does not say (files written before stamps)
+RERUN: dict[str, str] = {
+    "npgc_scaling.json": "python benchmarks/npgc_scaling.py",
+    "npgc_reference.json": "python benchmarks/npgc_reference.py",
+    "npgc_utility.json": "python benchmarks/npgc_reference.py --utility --seeds 10",
+    "regeneration_n10000.json": "python benchmarks/regeneration.py --rows 10000 --methods skdpsynth "
+                                "--name regeneration_n10000",
+    "regeneration.json": "python benchmarks/regeneration.py",
+    "tabular_side_by_side_pgm_jax.json": "python benchmarks/tabular_side_by_side.py (private-pgm AIM, JAX; "
+                                         "see the file's report for the options)",
+    "tabular_side_by_side_pgm_jax_adult.json": "python benchmarks/tabular_side_by_side.py --datasets adult "
+                                               "--epsilons 1 --seeds 3 --pgm-seeds 3 --no-pgm-mst --pgm-python "
+                                               "PGM_VENV/bin/python --pgm-src PRIVATE_PGM",
+    "tabular_side_by_side_deep.json": "python benchmarks/tabular_side_by_side.py (CTGAN / TVAE; see the file's "
+                                      "report for the options)",
+    "tabular_side_by_side_tvae.json": "python benchmarks/tabular_side_by_side.py (TVAE; see the file's report)",
+    "tabular.json": "python benchmarks/tabular.py",
+    "sequences.json": "python benchmarks/sequences.py",
+    "caps_timing.json": "python benchmarks/caps_cycles.py --timing-only",
+    "audit_speed.json": "python benchmarks/audit_speed.py",
+    "pearl_grid.json": "python benchmarks/pearl_grid.py --full",
+}
+
+_UNSTAMPED = "written before result files were stamped: no record of the code it measured"
+#: published files allowed to be stale or unstamped, each with why; this set may only shrink
+#: (``tests/test_results_fresh.py`` fails on an entry that has become fresh, so it is removed when rerun)
+STALE_ALLOWED: dict[str, str] = {
+    "npgc_scaling.json": _UNSTAMPED,
+    "npgc_reference.json": _UNSTAMPED,
+    "npgc_utility.json": _UNSTAMPED + "; being rerun on the final NPGC code",
+    "regeneration_n10000.json": _UNSTAMPED,
+    "regeneration.json": _UNSTAMPED + "; CTGAN / TVAE generations take most of its hour",
+    "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
+    "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
+    "tabular_side_by_side_deep.json": _UNSTAMPED + "; CTGAN / TVAE fits take about 15 CPU minutes",
+    "tabular_side_by_side_tvae.json": _UNSTAMPED + "; TVAE fits take about 25 CPU minutes",
+    "tabular.json": _UNSTAMPED,
+    "sequences.json": _UNSTAMPED,
+    "caps_timing.json": _UNSTAMPED + "; the CAPS benchmark is being reworked",
+    "audit_speed.json": _UNSTAMPED,
+    "pearl_grid.json": _UNSTAMPED + "; the full grid takes hours",
+}
+
+
+def published_files() -> list[str]:
+    """The result files (relative to ``benchmarks/results/``) that a published figure comes from."""
+    return sorted({f.source for f in FIGURES})
