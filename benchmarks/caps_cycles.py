@@ -280,12 +280,16 @@ def oulad(module: str = "GGG", sizes=SIM_SIZES, n_weeks: int = 17, click_cut: in
         pick = rng.permutation(len(sub))
         cohorts.append(sub.iloc[pick[:n]][fcols + ["final_result"]].reset_index(drop=True))
         rest.append(sub.iloc[pick[n:]][fcols + ["final_result"]])
-    heldout = pd.concat(rest).sample(n=1000, random_state=0).reset_index(drop=True)
+    rest = pd.concat(rest)
+    heldout = rest.sample(n=min(1000, len(rest)), random_state=0)
+    module_rest = rest.drop(heldout.index).reset_index(drop=True)  # this module's rows in neither (a diagnostic)
+    heldout = heldout.reset_index(drop=True)
     public = frame[(frame.code_module != module) & ~frame.id_student.isin(set(mod.id_student))][fcols]
     public = public.sample(frac=1.0, random_state=0).reset_index(drop=True)
     blocks = _blocks(fcols, n_weeks, ["clicks", "days"], [0, 2, 4, 6, 8, 10, 12, 14, 17])
     return {"name": "oulad", "cohorts": cohorts, "schema": schema, "blocks": blocks, "target": "final_result",
-            "order": OULAD_ORDER, "heldout": heldout, "public": public.iloc[:n_public].reset_index(drop=True),
+            "order": OULAD_ORDER, "heldout": heldout, "module_rest": module_rest,
+            "public": public.iloc[:n_public].reset_index(drop=True),
             "public_holdout": public.iloc[n_public:n_public + 1000].reset_index(drop=True),
             "presentations": list(pres), "public_click_cuts": {m: round(v, 1) for m, v in cuts.items()},
             "public_day_cuts": day_cuts}
@@ -293,9 +297,10 @@ def oulad(module: str = "GGG", sizes=SIM_SIZES, n_weeks: int = 17, click_cut: in
 
 # -- runs ------------------------------------------------------------------------------------------------
 def _estimator(data: dict, eps: float, seed: int, cfg: dict) -> CAPSSynthesizer:
-    return CAPSSynthesizer(epsilon=eps, delta=DELTA, target=data["target"], schema=data["schema"],
-                           public_data=data["public"], expected_cohort_size=EXPECTED_COHORT, random_state=seed,
-                           **cfg)
+    """The benchmark's estimator; ``cfg`` may override ``delta`` and ``expected_cohort_size`` too."""
+    params = {"delta": DELTA, "expected_cohort_size": EXPECTED_COHORT, **cfg}
+    return CAPSSynthesizer(epsilon=eps, target=data["target"], schema=data["schema"], public_data=data["public"],
+                           random_state=seed, **params)
 
 
 def _row(est, data, i, eps, seed, extra) -> dict:
