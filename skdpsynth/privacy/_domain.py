@@ -136,11 +136,12 @@ def _names(cols: list[Column]) -> str:
     return _names_of([c.name for c in cols])
 
 
-def _plan(names: list[str], epsilon, delta, accountant=None, later=(), label="DP domain estimate") -> DomainPlan:
+def _plan(names: list[str], epsilon, delta, accountant=None, later=(), label="DP domain estimate",
+          compose: bool = False) -> DomainPlan:
     """The plan of a table (its column names): the kinds first, then every column in every part (placeholders)."""
     d = len(names)
     return plan_domain({k: d for k in ("bins", "categories", "codes", "tail")}, epsilon, delta,
-                       accountant=accountant, later=later, label=label, kinds=d,
+                       accountant=accountant, later=later, label=label, kinds=d, compose=compose,
                        columns={"kinds": f"{d} columns ({_names_of(names)})"})
 
 
@@ -297,7 +298,7 @@ def _tail_check(cols: list[Column], run: DomainRun, n_hat: int) -> list[str]:
 
 def estimate_schema(
     X: pd.DataFrame, *, epsilon: float, delta: float, accountant: BudgetAccountant, noise, later=(),
-    bound_quantiles: tuple[float, float] | None = None, label: str = "DP domain estimate",
+    bound_quantiles: tuple[float, float] | None = None, label: str = "DP domain estimate", compose: bool = False,
 ) -> TableSchema:
     """Estimate a public-grade schema of ``X`` under (epsilon, delta)-DP (see the module docstring).
 
@@ -319,6 +320,9 @@ def estimate_schema(
         Quantiles of the noisy CDF used as bounds (default (0.002, 0.998)).
     label : str
         Prefix of the budget-log targets.
+    compose : bool, default=False
+        Charge in zCDP at the accountant's ``delta_zcdp`` even when ``later``
+        holds no zCDP records (see :func:`~._domain_plan.plan_domain`).
 
     Returns
     -------
@@ -333,7 +337,7 @@ def estimate_schema(
         columns for which nothing could be released.
     """
     check_time_zones(X)
-    plan = _plan([str(c) for c in X.columns], epsilon, delta, accountant, later, label)
+    plan = _plan([str(c) for c in X.columns], epsilon, delta, accountant, later, label, compose)
     accountant.require(plan.records + list(later), what=f"{label} and the model after it")
     run = DomainRun(plan, accountant, noise)
     n_hat = run.count(len(X))

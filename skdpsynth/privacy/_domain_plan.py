@@ -289,6 +289,7 @@ def _approx_parts(eps: float, delta: float, widths: dict[str, int], kinds: int):
 def plan_domain(
     widths: dict[str, int], epsilon: float, delta: float, *, accountant: BudgetAccountant | None = None,
     later=(), label: str = "DP domain estimate", columns: dict[str, str] | None = None, kinds: int = 0,
+    compose: bool = False,
 ) -> DomainPlan:
     """Size and charge-mode of every part of a domain estimate, from public quantities only.
 
@@ -311,6 +312,13 @@ def plan_domain(
         The columns of each part, as text for the budget log.
     kinds : int, default=0
         Number of columns whose kinds are measured first (a part of its own).
+    compose : bool, default=False
+        Charge in zCDP whenever the accountant converts zCDP at a positive
+        delta, even when ``later`` holds no zCDP records: the caller has
+        reserved that delta for the domain's own releases (a sequence model
+        charged in pure DP whose vocabulary and label domain compose with
+        each other). The rho is then what the accountant has left beyond
+        ``later`` (its pure records reserved as epsilon).
 
     Returns
     -------
@@ -319,7 +327,7 @@ def plan_domain(
     widths = _widths(widths, delta)
     later = list(later)
     zcdp = (accountant is not None and delta > 0 and accountant.delta_zcdp > 0
-            and any(r.kind == "zcdp" for r in later))
+            and (compose or any(r.kind == "zcdp" for r in later)))
     if zcdp:
         reserve = sum(r.epsilon for r in later if r.kind in ("pure", "approx"))
         rho = accountant.remaining_rho(reserve_epsilon=reserve) - sum(r.rho for r in later if r.kind == "zcdp")

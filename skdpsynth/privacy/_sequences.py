@@ -220,11 +220,16 @@ class PrivateSequences(PrivateHandle):
     def estimate_learner_schema(self, epsilon: float, delta: float, *, later: Sequence[BudgetRecord] = (),
                                 label: str = "label/static domain estimate"):
         """The label/static columns' domain by :func:`~skdpsynth.privacy.estimate_schema` ((epsilon, delta)-DP under
-        add/remove one learner: one row per learner, each part at the sensitivity it states)."""
+        add/remove one learner: one row per learner, each part at the sensitivity it states).
+
+        When the cohort's accountant converts zCDP at a positive delta, the estimate is charged in zCDP and
+        composes with what the cohort charged in zCDP before it (the vocabulary) and plans after it: one
+        conversion for all (``compose``)."""
         from skdpsynth.privacy._domain import estimate_schema
 
         return estimate_schema(self.__learners, epsilon=epsilon, delta=delta, accountant=self._accountant,
-                               noise=self._noise, later=later, label=label)
+                               noise=self._noise, later=later, label=label,
+                               compose=self._accountant.delta_zcdp > 0)
 
     def clipped(self, schema) -> ClipTally:
         """Exact tally of the label/static values the public ``schema`` clips (private: for ``release_clip_counts``

@@ -58,6 +58,7 @@ from skdpsynth.synthesizers._sequence_domain import (
     learner_domain,
     record_schema_privacy,
     vocabulary_advice,
+    zcdp_delta,
 )
 from skdpsynth.utils._param_validation import Interval, StrOptions
 
@@ -189,9 +190,8 @@ class BaseSequenceSynthesizer(BaseSynthesizer):
         return domain_slice(self.epsilon, self.delta, self.mechanism, domain_share(self))
 
     def _delta_for_zcdp(self, data: Any) -> float:
-        if self.mechanism != "gaussian" or self.epsilon is None:
-            return 0.0
-        return self.delta - self._domain_budget(self.n_cohorts_ == 0)[1]
+        return zcdp_delta(self.epsilon, self.delta, self.mechanism, domain_share(self),
+                          self._domain_parts(self.n_cohorts_ == 0))
 
     def _measurement_shares(self) -> dict[str, float]:
         """Shares of the non-domain budget: learner groups, lengths, the event model."""

@@ -23,10 +23,10 @@ from skdpsynth.privacy._partition import WEIGHT_SCALE, weighted_gaussian_thresho
 from skdpsynth.privacy._sequences import PrivateSequences
 from skdpsynth.schema import TableSchema, infer_schema
 
-__all__ = ["AUTO_SHARE", "DomainBudget", "VocabularyRelease", "cohort_budget", "discover_vocabulary", "domain_share",
-           "domain_slice",
-           "learner_domain", "model_budget", "plan_domain_budget", "record_schema_privacy", "vocabulary_advice",
-           "vocabulary_part", "vocabulary_release", "vocabulary_threshold"]
+__all__ = ["AUTO_SHARE", "CONVERSION_DELTA_SHARE", "DomainBudget", "VocabularyRelease", "cohort_budget",
+           "discover_vocabulary", "domain_share", "domain_slice", "learner_domain", "model_budget",
+           "plan_domain_budget", "record_schema_privacy", "vocabulary_advice", "vocabulary_part", "vocabulary_release",
+           "vocabulary_threshold", "zcdp_delta"]
 
 #: larger domain shares a refusal of the vocabulary considers, smallest first
 ADVICE_SHARES = (0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
@@ -61,6 +61,29 @@ class DomainBudget:
 def domain_slice(epsilon: float, delta: float, mechanism: str, share: float) -> tuple[float, float]:
     """(epsilon, delta) of the domain: ``share`` of epsilon; all of delta under a pure model, else ``share`` of it."""
     return epsilon * share, delta if mechanism == "geometric" else delta * share
+
+
+#: under a pure (geometric) model, the share of the domain's delta at which its releases' zCDP is converted (the
+#: rest goes to their release thresholds)
+CONVERSION_DELTA_SHARE = 0.5
+
+
+def zcdp_delta(epsilon: float | None, delta: float, mechanism: str, share: float, parts: tuple[bool, bool]) -> float:
+    """The cohort's ``delta_zcdp`` (public: parameters only).
+
+    Under ``mechanism="gaussian"`` the model's zCDP is converted at what the
+    domain slice leaves of delta. Under a pure (geometric) model, when the
+    cohort estimates a domain (``parts``: vocabulary, label/static domain) with
+    a positive delta, ``CONVERSION_DELTA_SHARE`` of the domain's delta: its
+    releases are then charged in zCDP and composed with each other, converted
+    once (:func:`plan_domain_budget`); the model's records stay pure.
+    """
+    if epsilon is None:
+        return 0.0
+    eps_dom, delta_dom = domain_slice(epsilon, delta, mechanism, share) if any(parts) else (0.0, 0.0)
+    if mechanism == "gaussian":
+        return delta - delta_dom
+    return CONVERSION_DELTA_SHARE * delta_dom if eps_dom > 0 and delta_dom > 0 else 0.0
 
 
 def model_budget(shares: dict[str, float], accountant: BudgetAccountant, eps_dom: float,
@@ -100,12 +123,16 @@ def plan_domain_budget(
     """Split the domain slice (epsilon, delta) between the vocabulary and the label/static domain.
 
     Each release gets half of the slice when both are estimated, all of it
-    otherwise. When the model is charged in zCDP (``model`` holds zCDP records
-    and the accountant converts zCDP at a positive delta), the domain is
-    charged in zCDP too and composes with the model: together the two releases
-    get the rho the accountant has left beyond the model's planned rho
-    (``accountant.remaining_rho()``), half each -- several times what the slice
-    buys on its own, while the model keeps what it would have after the slice.
+    otherwise. When the accountant converts zCDP at a positive delta
+    (:func:`zcdp_delta`), the domain is charged in zCDP: together the two
+    releases get the rho the accountant has left beyond the model's planned
+    records (its zCDP rho subtracted, its pure epsilon reserved), half each,
+    and the thresholds share the delta the conversion leaves. Under a zCDP
+    model the domain composes with the model -- several times what the slice
+    buys on its own, while the model keeps what it would have after the slice;
+    under a pure model the two releases compose with each other and are
+    converted once, within the slice (two separate (epsilon / 2, delta / 2)
+    conversions buy each about a quarter of the rho the whole slice buys).
     Otherwise each is an (epsilon, delta) release within its half. Each
     release is told what is charged after it (``*_later``), so that its own
     plan (:func:`~skdpsynth.privacy._domain_plan.plan_domain`) sizes the same
@@ -136,9 +163,11 @@ def plan_domain_budget(
         return DomainBudget()
     model = tuple(model)
     share = (epsilon / n, delta / n)
-    zcdp = delta > 0 and accountant.delta_zcdp > 0 and any(r.kind == "zcdp" for r in model)
+    zcdp = delta > 0 and accountant.delta_zcdp > 0
     if zcdp:
-        rho_domain = accountant.remaining_rho() - sum(r.rho for r in model if r.kind == "zcdp")
+        reserve = sum(r.epsilon for r in model if r.kind in ("pure", "approx"))
+        rho_domain = accountant.remaining_rho(reserve_epsilon=reserve) - sum(r.rho for r in model if r.kind == "zcdp")
+        share = (epsilon / n, min(delta, accountant.remaining_delta()) / n)
         placeholder = ((BudgetRecord("planned", "label/static domain estimate", "zcdp", rho=rho_domain / n),
                         BudgetRecord("planned", "label/static domain estimate (thresholds)", "approx",
                                      delta=share[1]))
@@ -154,7 +183,7 @@ def plan_domain_budget(
         records += vocab_plan.records  # the plan's records (what it will charge), not the accountant's
         records += learner_records
     elif learners is not None:
-        records += plan_schema_cost(learners, *share, accountant=accountant, later=model)
+        records += plan_schema_cost(learners, *share, accountant=accountant, later=model, compose=zcdp)
     return DomainBudget(share if vocabulary else None, share if learners is not None else None, v_later, model,
                         tuple(records), "zcdp" if zcdp else "approx")
 
@@ -162,8 +191,9 @@ def plan_domain_budget(
 def vocabulary_part(budget: tuple[float, float], later: Sequence[BudgetRecord], accountant: BudgetAccountant | None,
                     max_contrib: int) -> tuple[Part, DomainPlan]:
     """(part, plan) of the vocabulary release: its release threshold and noise, from public quantities only."""
+    compose = accountant is not None and accountant.delta_zcdp > 0
     plan = plan_domain({"categories": int(max_contrib)}, budget[0], budget[1], accountant=accountant, later=later,
-                       label="event vocabulary")
+                       label="event vocabulary", compose=compose)
     return plan.parts["categories"], plan
 
 
@@ -202,8 +232,7 @@ def vocabulary_threshold(est, learners: pd.DataFrame | None, mechanism: str, sha
     ``mechanism`` and ``domain_share=share``, the label/static domain
     estimated too when ``learners`` is given.
     """
-    _, delta_dom = domain_slice(est.epsilon, est.delta, mechanism, share)
-    dz = est.delta - delta_dom if mechanism == "gaussian" else 0.0
+    dz = zcdp_delta(est.epsilon, est.delta, mechanism, share, (True, learners is not None))
     acc = BudgetAccountant(est.epsilon, est.delta, delta_zcdp=dz)
     domain, _, _ = cohort_budget(est, acc, learners, (True, learners is not None), mechanism, share)
     part, _ = vocabulary_part(domain.vocabulary, domain.vocabulary_later, acc, int(est.max_states_per_learner))
