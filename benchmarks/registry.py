@@ -31,9 +31,12 @@ class Value:
     low: float | None = None
     high: float | None = None
     kind: str = "point"
+    items: tuple[float, ...] = ()
 
     def format(self, spec: str) -> str:
         """The value written with the format ``spec`` (e.g. ``".3f"``)."""
+        if self.kind == "list":
+            return " / ".join(format(v, spec) for v in self.items)
         if self.kind == "range":
             low, high = format(self.low, spec), format(self.high, spec)
             return low if low == high else f"{low}-{high}"
@@ -69,6 +72,11 @@ def value_range(values: Iterable[float]) -> Value:
     """The range (min-max) of ``values``."""
     xs = [float(v) for v in values]
     return Value(None, min(xs), max(xs), "range")
+
+
+def values(items: Iterable[float]) -> Value:
+    """Several values written ``a / b / c`` (e.g. one per epsilon)."""
+    return Value(None, kind="list", items=tuple(float(v) for v in items))
 
 
 def select(rows: list[dict[str, Any]], **match: Any) -> list[dict[str, Any]]:
@@ -160,6 +168,57 @@ def _regeneration_at(method: str, first: bool) -> Callable[[dict[str, Any]], flo
 
 def _kt(data: str, epsilon: Any, field: str = "macro_f1", model: str = "DKT") -> Callable[[dict[str, Any]], float]:
     return lambda p: one(p["knowledge_tracing"], model=model, data=data, epsilon=epsilon)[field]
+
+
+_SEQ = {"o1": "DP-Markov o1", "o2": "DP-Markov o2", "histseq": "DP-HistSeq"}
+_EPS3 = (1.0, 5.0, 10.0)
+
+
+def _seq_tv(method: str, field: str = "transition_tv") -> Callable[[dict[str, Any]], Value]:
+    return lambda p: values(one(p["oulad_aaa"], method=method, epsilon=e)[field] for e in _EPS3)
+
+
+def _kt_list(data: str, model: str = "DKT") -> Callable[[dict[str, Any]], Value]:
+    return lambda p: values(one(p["knowledge_tracing"], model=model, data=data, epsilon=e)["macro_f1"] for e in _EPS3)
+
+
+def _gru_list(data: str, field: str = "gru_macro_f1") -> Callable[[dict[str, Any]], Value]:
+    return lambda p: values(one(p["gru"], data=data, epsilon=e)[field] for e in _EPS3)
+
+
+def _sequence_figures() -> list[Figure]:
+    src = "sequences.json"
+    figs = [
+        Figure("seq.fit_s", src, lambda p: value_range(r["fit_s"] for r in p["oulad_aaa"]), ".2f", " s"),
+        Figure("seq.sample_s", src, lambda p: value_range(r["sample_1000_s"] for r in p["oulad_aaa"]), ".2f", " s"),
+        Figure("seq.label_tv.o1", src, lambda p: value_range(
+            r["label_tv"] for r in select(p["oulad_aaa"], method="DP-Markov o1")), ".3f"),
+        Figure("seq.label_tv.others.eps5_10", src, lambda p: value_range(
+            r["label_tv"] for r in p["oulad_aaa"] if r["method"] != "DP-Markov o1" and r["epsilon"] >= 5), ".3f"),
+        Figure("seq.label_tv.others.eps1", src, lambda p: value_range(
+            r["label_tv"] for r in p["oulad_aaa"] if r["method"] != "DP-Markov o1" and r["epsilon"] == 1), ".2f"),
+        Figure("seq.scaling.o1", src, lambda p: values(
+            r["fit_s"] for r in sorted(select(p["scaling"], data="simulated", method="DP-Markov o1"),
+                                       key=lambda r: r["events"])), ".3g"),
+        Figure("seq.scaling.oulad_weekly", src, lambda p: one(p["scaling"], method="DP-Markov o1", data=next(
+            r["data"] for r in p["scaling"] if r["data"].startswith("OULAD weekly")))["fit_s"], ".2f", " s"),
+        Figure("kt.sakt.real", src, _kt("real", "-", model="SAKT"), ".3f"),
+        Figure("kt.dkt.real.3", src, _kt("real", "-"), ".3f"),
+        Figure("kt.majority.3", src, _kt("real", "-", "majority_macro_f1"), ".3f"),
+        Figure("kt.fit_s.dkt", src, lambda p: p["kt_info"]["fit_seconds"]["DKT"], ".0f", " s"),
+        Figure("kt.fit_s.sakt", src, lambda p: p["kt_info"]["fit_seconds"]["SAKT"], ".0f", " s"),
+        Figure("gru.real", src, lambda p: one(p["gru"], data="real")["gru_macro_f1"], ".3f"),
+        Figure("gru.o1", src, _gru_list("DP-Markov o1"), ".3f"),
+        Figure("gru.o1.retention", src, _gru_list("DP-Markov o1", "retention"), ".2f"),
+        Figure("gru.histseq", src, _gru_list("DP-HistSeq"), ".2f"),
+    ]
+    for short, method in _SEQ.items():
+        figs.append(Figure(f"seq.tv.{short}", src, _seq_tv(method), ".3f"))
+        figs.append(Figure(f"kt.dkt.{short}", src, _kt_list(method), ".3f"))
+        figs.append(Figure(f"kt.sakt.{short}.eps10", src, _kt(method, 10.0, model="SAKT"), ".3f"))
+        if short != "histseq":
+            figs += [Figure(f"kt.dkt.{short}.eps{e:g}", src, _kt(method, e), ".3f") for e in (1.0, 10.0)]
+    return figs
 
 
 def _audit_tabular_seconds(p: dict[str, Any]) -> Value:
@@ -263,6 +322,7 @@ FIGURES: list[Figure] = [
     Figure("kt.dkt.markov_eps10", "sequences.json", _kt("DP-Markov o1", 10.0), ".2f"),
     Figure("kt.dkt.real", "sequences.json", _kt("real", "-"), ".2f"),
     Figure("kt.majority", "sequences.json", _kt("real", "-", "majority_macro_f1"), ".2f"),
+    *_sequence_figures(),
     # CAPS
     Figure("caps.cycle_s", "caps_timing.json", lambda p: p["rows"][0]["cycle_seconds_115x68"], ".1f", " s"),
     Figure("caps.pretrain_plus_cycle_s", "caps_timing.json",
