@@ -32,18 +32,28 @@ class Value:
     high: float | None = None
     kind: str = "point"
     items: tuple[float, ...] = ()
+    sd: float | None = None
 
     def format(self, spec: str) -> str:
         """The value written with the format ``spec`` (e.g. ``".3f"``)."""
+        if self.kind == "sd":
+            return f"{_format(self.value, spec)} ({_format(self.sd, spec)})"
         if self.kind == "list":
-            return " / ".join(format(v, spec) for v in self.items)
+            return " / ".join(_format(v, spec) for v in self.items)
         if self.kind == "range":
-            low, high = format(self.low, spec), format(self.high, spec)
+            low, high = _format(self.low, spec), _format(self.high, spec)
             return low if low == high else f"{low}-{high}"
-        text = format(self.value, spec)
+        text = _format(self.value, spec)
         if self.kind == "ci":
-            text += f" [{format(self.low, spec)}, {format(self.high, spec)}]"
+            text += f" [{_format(self.low, spec)}, {_format(self.high, spec)}]"
         return text
+
+
+def _format(x: float, spec: str) -> str:
+    """``format(x, spec)``; the spec ``"sig3"`` writes 3 significant digits, whole numbers from 100 (``1,087``)."""
+    if spec == "sig3":
+        return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    return format(x, spec)
 
 
 def mean_ci(values: Iterable[float], level: float = 0.95) -> Value:
@@ -305,6 +315,35 @@ def _scaling_figures() -> list[Figure]:
     ]
 
 
+_SBS = {"aim": "AIM", "aim_x4": "AIM (target x4)", "pgm_aim": "private-pgm AIM"}
+_SBS_SOURCES = {"uci_dropout": "tabular_side_by_side_pgm_jax.json", "adult": "tabular_side_by_side_pgm_jax_adult.json"}
+
+
+def _aim_side_by_side_figures() -> list[Figure]:
+    """docs/aim.md's table: our AIM and private-pgm's AIM, epsilon 1, 3 seeds each (mean, sd over seeds)."""
+    figs = []
+    fields = (("quality", ".3f", ""), ("shapes", ".3f", ""), ("pairs", ".3f", ""), ("workload_error", ".3f", ""),
+              ("fit_cpu_s", "sig3", ""), ("peak_rss_mib", ",.0f", ""))
+    for ds, src in _SBS_SOURCES.items():
+        for key, method in _SBS.items():
+            figs.append(Figure(f"sbs.{ds}.{key}.tstr_sd", src, lambda p, d=ds, m=method: (lambda r: Value(
+                r["tstr"], kind="sd", sd=r["tstr_sd"]))(one(p["aggregate"], dataset=d, method=m))))
+            figs += [Figure(f"sbs.{ds}.{key}.{field}", src, _side(ds, method, field), spec, unit)
+                     for field, spec, unit in fields]
+        figs += [
+            Figure(f"sbs.{ds}.trtr", src, _side(ds, "AIM", "trtr")),
+            Figure(f"sbs.{ds}.tstr_ratio", src, _ratio(ds, "AIM", "private-pgm AIM", "TSTR ours / theirs"), ".2f"),
+            Figure(f"sbs.{ds}.quality_ratio", src, _ratio(ds, "AIM", "private-pgm AIM", "SDMetrics ours / theirs"),
+                   ".2f"),
+            Figure(f"sbs.{ds}.pgm_aim.seeds", src, lambda p, d=ds: values(
+                r["tstr"] for r in sorted(select(p["rows"], dataset=d, method="private-pgm AIM"),
+                                          key=lambda r: r["seed"])), ".3f"),
+        ]
+    figs.append(Figure("sbs.uci_dropout.aim_in_adult_run", "tabular_side_by_side_pgm_jax.json",
+                       lambda p: one(p["aggregate"], dataset="adult", method="AIM")["tstr"], ".3f"))
+    return figs
+
+
 def _audit_tabular_seconds(p: dict[str, Any]) -> Value:
     return value_range(r["seconds"] for r in p["rows"] if r["task"].startswith("tabular"))
 
@@ -407,6 +446,7 @@ FIGURES: list[Figure] = [
     Figure("kt.dkt.real", "sequences.json", _kt("real", "-"), ".2f"),
     Figure("kt.majority", "sequences.json", _kt("real", "-", "majority_macro_f1"), ".2f"),
     *_sequence_figures(),
+    *_aim_side_by_side_figures(),
     *_npgc_reference_figures(),
     *_regeneration_figures(),
     *_scaling_figures(),
