@@ -40,7 +40,7 @@ def make_grid(datasets: Iterable[str], methods: Iterable[str], epsilons: Iterabl
 
 
 def _run_one(task: Callable[[dict], dict], setting: dict) -> dict:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         out = task(dict(setting))
         status, error = "ok", None
@@ -48,7 +48,8 @@ def _run_one(task: Callable[[dict], dict], setting: dict) -> dict:
         out, status = {}, "error"
         error = f"{type(exc).__name__}: {exc}"
         logger.warning("setting %s failed: %s\n%s", setting, error, traceback.format_exc())
-    return {**setting, **out, "status": status, "error": error, "wall_s": time.perf_counter() - start}
+    return {**setting, **out, "status": status, "error": error, "wall_s": time.perf_counter() - start,
+            "cpu_s": time.process_time() - cpu}
 
 
 def run_grid(settings: Sequence[dict], task: Callable[[dict], dict], *, n_jobs: int = 1, verbose: int = 0,
@@ -74,7 +75,8 @@ def run_grid(settings: Sequence[dict], task: Callable[[dict], dict], *, n_jobs: 
     -------
     list of dict
         One row per setting, in the order of ``settings``: the setting, the
-        task's results, ``status`` ("ok" / "error"), ``error`` and ``wall_s``.
+        task's results, ``status`` ("ok" / "error"), ``error``, ``wall_s`` and
+        ``cpu_s`` (the CPU seconds of the worker process, all its threads).
     """
     if on_result is None:
         return list(joblib.Parallel(n_jobs=n_jobs, verbose=verbose)(

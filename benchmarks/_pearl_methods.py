@@ -12,7 +12,8 @@ from typing import Any
 
 from skdpsynth.synthesizers._registry import REGISTRY, SynthesizerInfo
 
-__all__ = ["grid_methods", "make_synthesizer", "display_name", "histogram_fit", "EXCLUDED", "DELTA"]
+__all__ = ["grid_methods", "make_synthesizer", "display_name", "histogram_fit", "load_method", "expected_cpu_s",
+           "EXCLUDED", "DELTA", "CPU_S"]
 
 DELTA = 1e-6  # below the privacy-guarantee check's delta_max (1e-5)
 
@@ -40,6 +41,24 @@ QUICK = {"dpctgan": {"epochs": 1}, "pategan": {"n_iter": 5}}
 ORDER = ("marginals", "npgc", "mst", "histogram", "markov", "histseq", "aim", "dpctgan", "pategan")
 
 
+#: CPU seconds of one setting (fit + audit, one worker, torch on one thread), measured per dataset and method
+#: with ``process_time`` on a single setting of the full grid; they order the grid (most expensive first) and
+#: estimate the time left. Unlisted pairs count DEFAULT_CPU_S.
+CPU_S: dict[tuple[str, str], float] = {
+    ("kt_bkt", "markov"): 60.0, ("kt_bkt", "histseq"): 50.0,
+    ("oulad_clicks", "markov"): 60.0, ("oulad_clicks", "histseq"): 60.0,
+    ("uci_dropout", "dpctgan"): 40.0, ("uci_dropout", "pategan"): 15.0, ("uci_dropout", "marginals"): 12.0,
+    ("uci_dropout", "mst"): 15.0, ("uci_dropout", "npgc"): 12.0, ("uci_dropout", "aim"): 5.0,
+    ("oulad", "histogram"): 12.0, ("oulad", "dpctgan"): 8.0, ("oulad", "pategan"): 6.0,
+}
+DEFAULT_CPU_S = 5.0
+
+
+def expected_cpu_s(dataset: str, method: str) -> float:
+    """The expected CPU seconds of one setting of ``method`` on ``dataset`` (:data:`CPU_S`)."""
+    return CPU_S.get((dataset, method), DEFAULT_CPU_S)
+
+
 def grid_methods(data: str) -> list[str]:
     """Short names of the registered DP synthesizers of ``data`` ("table" / "sequence") in the grid."""
     found = [i.method for i in REGISTRY if i.data == data and i.private and i.method not in EXCLUDED]
@@ -56,6 +75,11 @@ def _info(method: str) -> SynthesizerInfo:
         if info.method == method:
             return info
     raise KeyError(f"{method!r} is not registered")
+
+
+def load_method(method: str) -> type:
+    """The synthesizer class registered as ``method`` (imported)."""
+    return _info(method).load()
 
 
 def histogram_fit(schema: Any, max_cells: int = 10_000_000) -> tuple[bool, float]:

@@ -1,16 +1,26 @@
-"""The PEARL grid's report: the paper's figures and ours side by side, with a reason for every difference."""
+"""The PEARL grid's report: the paper's figures and ours side by side, with a reason for every difference.
+
+Intervals. Approved counts are counted per seed (one seed = the whole grid once) and summarised by their mean
+over seeds with a 95 % Student-t interval (seeds are the independent replicates). Failure and approval
+*rates* pool every audited setting of all seeds and carry a 95 % Wilson score interval over settings: it
+treats settings as independent, which they are not quite (the same dataset x method x epsilon recurs once per
+seed), so it is narrower than an interval clustered by seed would be; the per-seed table beside it shows the
+spread between seeds.
+"""
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
-from _common import machine, markdown_table
+from _common import markdown_table
 from _pearl_methods import display_name
 from _pearl_reasons import differences, setup_lines
+from scipy import stats
 
-__all__ = ["summarise", "markdown", "PAPER"]
+__all__ = ["summarise", "markdown", "PAPER", "t_interval", "wilson"]
 
 #: the paper's figures (papers/pearl.md, sections 3-4)
 PAPER = {
@@ -37,17 +47,99 @@ def _coverage(ok: list[dict], plan: list[dict]) -> list[dict]:
     return [{"dataset": d, "method": m, "planned": n, "audited": have.get((d, m), 0)} for (d, m), n in want.items()]
 
 
+def t_interval(values: list[float], level: float = 0.95) -> dict[str, Any]:
+    """Mean of ``values`` (one per seed) with its Student-t interval; no interval from a single value."""
+    xs = [float(v) for v in values]
+    n = len(xs)
+    if n == 0:
+        return {"mean": None, "low": None, "high": None, "n": 0, "values": []}
+    mean = sum(xs) / n
+    if n == 1:
+        return {"mean": mean, "low": None, "high": None, "n": 1, "values": xs}
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    return {"mean": mean, "low": mean - half, "high": mean + half, "n": n, "values": xs}
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> dict[str, Any]:
+    """``k`` of ``n`` as a rate with its 95 % Wilson score interval."""
+    if n == 0:
+        return {"k": k, "n": 0, "rate": None, "low": None, "high": None}
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return {"k": k, "n": n, "rate": p, "low": max(0.0, centre - half), "high": min(1.0, centre + half)}
+
+
+def _fails(r: dict, check: str) -> bool:
+    if check == "task":
+        return any(c in TASK_CHECKS for c in r["failed_checks"])
+    if check == "strict_privacy":
+        return not r["strict_privacy"]["passed"]
+    return check in r["failed_checks"]
+
+
+def _applies(rs: list[dict], check: str) -> bool:
+    names = TASK_CHECKS if check == "task" else ("privacy",) if check == "strict_privacy" else (check,)
+    return any((r["checks"].get(c) or {}).get("applicable") for r in rs for c in names)
+
+
+RATE_CHECKS = ("privacy", "strict_privacy", "utility", "task", "fairness", "validity", "privacy_guarantee")
+
+
+def _rates(rs: list[dict]) -> dict[str, Any]:
+    """Approval and per-check failure rates of a set of settings (Wilson), checks that never applied left out."""
+    out = {"approved": wilson(sum(r["approved"] for r in rs), len(rs)),
+           "approved_strict": wilson(sum(r["approved_strict"] for r in rs), len(rs))}
+    for c in RATE_CHECKS:
+        if _applies(rs, c):
+            out[c] = wilson(sum(_fails(r, c) for r in rs), len(rs))
+    return out
+
+
+def _per_seed(ok: list[dict], seeds: list[int], key: str = "approved") -> dict[str, Any]:
+    by = Counter(r["seed"] for r in ok if r[key])
+    return t_interval([by.get(s, 0) for s in seeds])
+
+
 def summarise(rows: list[dict], planned: int, plan: list[dict] | None = None) -> dict[str, Any]:
-    """Counts of the grid: approvals under both privacy rules, failures by check, checks that could not run."""
+    """Counts of the grid: approvals under both privacy rules, failures by check, checks that could not run.
+
+    With several seeds: approved counts per seed with their mean and 95 % t interval over seeds (overall, per
+    dataset and per method), and approval / per-check failure rates with 95 % Wilson intervals over settings.
+    """
     ok = _ok(rows)
     fails = Counter(c for r in ok for c in r["failed_checks"])
     task = sum(any(c in TASK_CHECKS for c in r["failed_checks"]) for r in ok)
     strict_priv = sum(not r["strict_privacy"]["passed"] for r in ok)
+    seeds = sorted({int(s["seed"]) for s in (plan or ok)})
+    by_seed = []
+    for seed in seeds:
+        rs = [r for r in ok if r["seed"] == seed]
+        f = Counter(c for r in rs for c in r["failed_checks"])
+        by_seed.append({"seed": seed, "planned": sum(int(s["seed"]) == seed for s in plan or []),
+                        "audited": len(rs), "approved": sum(r["approved"] for r in rs),
+                        "approved_strict": sum(r["approved_strict"] for r in rs),
+                        "failures_by_check": {c: f[c] for c in CHECK_ORDER if f[c]},
+                        "task_failures": sum(_fails(r, "task") for r in rs),
+                        "strict_privacy_failures": sum(_fails(r, "strict_privacy") for r in rs)})
+    datasets = list(dict.fromkeys(r["dataset"] for r in ok))
+    methods = list(dict.fromkeys(r["display"] for r in ok))
     return {
         "planned": planned, "audited": len(ok), "errors": len(rows) - len(ok),
         "approved": sum(r["approved"] for r in ok), "approved_strict": sum(r["approved_strict"] for r in ok),
         "failures_by_check": {c: fails[c] for c in CHECK_ORDER if fails[c]}, "task_failures": task,
         "strict_privacy_failures": strict_priv,
+        "seeds": seeds, "by_seed": by_seed,
+        "settings_per_seed": t_interval([b["audited"] for b in by_seed]),
+        "approved_per_seed": _per_seed(ok, seeds), "approved_strict_per_seed": _per_seed(ok, seeds, "approved_strict"),
+        "failures_per_seed": {c: t_interval([sum(_fails(r, c) for r in ok if r["seed"] == s) for s in seeds])
+                              for c in RATE_CHECKS if _applies(ok, c)},
+        "rates": _rates(ok),
+        "by_dataset": {d: {"approved_per_seed": _per_seed([r for r in ok if r["dataset"] == d], seeds),
+                           "rates": _rates([r for r in ok if r["dataset"] == d])} for d in datasets},
+        "by_method": {m: {"approved_per_seed": _per_seed([r for r in ok if r["display"] == m], seeds),
+                          "rates": _rates([r for r in ok if r["display"] == m])} for m in methods},
         "could_not_run": [{"dataset": r["dataset"], "method": r["method"], "epsilon": r["epsilon"], "seed": r["seed"],
                            "checks": r["could_not_run"]} for r in ok if r["could_not_run"]],
         "ledgers_verified": all(r.get("ledger_ok") for r in ok),
@@ -55,42 +147,90 @@ def summarise(rows: list[dict], planned: int, plan: list[dict] | None = None) ->
     }
 
 
+def _ci(t: dict[str, Any], digits: int = 1) -> str:
+    """``mean [low, high]`` of :func:`t_interval` (the values alone for one seed)."""
+    if not t or t["mean"] is None:
+        return "-"
+    if t["low"] is None:
+        return f"{t['mean']:.{digits}f}"
+    return f"{t['mean']:.{digits}f} [{t['low']:.{digits}f}, {t['high']:.{digits}f}]"
+
+
+def _pct(w: dict[str, Any] | None) -> str:
+    """``k/n = p % [low, high]`` of :func:`wilson`."""
+    if not w or w["rate"] is None:
+        return "-"
+    return f"{w['k']}/{w['n']} = {100 * w['rate']:.0f} % [{100 * w['low']:.0f}, {100 * w['high']:.0f}]"
+
+
+def _paper(count: int) -> str:
+    return f"{count} = {100 * count / PAPER['settings']:.0f} %"
+
+
 def _side_by_side(s: dict) -> list[dict]:
-    f = s["failures_by_check"]
-    return [
-        {"": "settings audited", "paper": PAPER["settings"], "ours (member vs non-member copies)": s["audited"],
-         "ours (strict: any exact copy fails)": s["audited"]},
-        {"": "approved", "paper": PAPER["approved"], "ours (member vs non-member copies)": s["approved"],
-         "ours (strict: any exact copy fails)": s["approved_strict"]},
-        {"": "failed privacy (empirical: AUC > 0.55 / copies)", "paper": PAPER["privacy"],
-         "ours (member vs non-member copies)": f.get("privacy", 0),
-         "ours (strict: any exact copy fails)": s["strict_privacy_failures"]},
-        {"": "failed utility (TSTR vs TRTR, missing class, floor)", "paper": PAPER["utility"],
-         "ours (member vs non-member copies)": f.get("utility", 0),
-         "ours (strict: any exact copy fails)": f.get("utility", 0)},
-        {"": "failed task (GRU; DKT / SAKT)", "paper": PAPER["task"],
-         "ours (member vs non-member copies)": s["task_failures"], "ours (strict: any exact copy fails)":
-         s["task_failures"]},
-        {"": "failed fairness", "paper": "not counted (PATE-GAN eps 10: 3 of 5 seeds)",
-         "ours (member vs non-member copies)": f.get("fairness", 0),
-         "ours (strict: any exact copy fails)": f.get("fairness", 0)},
-        {"": "failed validity", "paper": "not reported", "ours (member vs non-member copies)": f.get("validity", 0),
-         "ours (strict: any exact copy fails)": f.get("validity", 0)},
-        {"": "failed formal privacy guarantee", "paper": "no such check",
-         "ours (member vs non-member copies)": f.get("privacy_guarantee", 0),
-         "ours (strict: any exact copy fails)": f.get("privacy_guarantee", 0)},
-        {"": "a check could not run", "paper": "-", "ours (member vs non-member copies)": len(s["could_not_run"]),
-         "ours (strict: any exact copy fails)": len(s["could_not_run"])},
-    ]
+    """The paper's RQ2 counts (of 96) beside ours: per seed (mean, t interval) and as a rate (Wilson)."""
+    r, per = s["rates"], s.get("failures_per_seed", {})
+    n = s["settings_per_seed"]
+    rows = [{"": "settings audited", "paper (of 96)": PAPER["settings"],
+             "ours per seed": _ci(n, 0) + (f" x {len(s['seeds'])} seeds" if len(s["seeds"]) > 1 else ""),
+             "ours, rate over all settings": f"{s['audited']} settings"}]
+    spec = [("approved", "approved", PAPER["approved"], s["approved_per_seed"], r.get("approved")),
+            ("approved (strict: any exact copy fails)", "-", PAPER["approved"], s["approved_strict_per_seed"],
+             r.get("approved_strict")),
+            ("failed privacy (ours: members copied no more than non-members, AUC <= 0.55)", "privacy",
+             PAPER["privacy"], per.get("privacy"), r.get("privacy")),
+            ("failed privacy (strict, the paper's rule: AUC > 0.55 or any exact copy)", "-", PAPER["privacy"],
+             per.get("strict_privacy"), r.get("strict_privacy")),
+            ("failed utility (TSTR/TRTR, missing class, no-skill floor)", "utility", PAPER["utility"],
+             per.get("utility"), r.get("utility")),
+            ("failed task (GRU; DKT / SAKT)", "task", PAPER["task"], per.get("task"), r.get("task"))]
+    for label, _, paper, t, w in spec:
+        rows.append({"": label, "paper (of 96)": _paper(paper), "ours per seed": _ci(t) if t else "0",
+                     "ours, rate over all settings": _pct(w) if w else "0"})
+    for label, key, paper in [("failed fairness", "fairness", "not counted (PATE-GAN eps 10: 3 of 5 seeds)"),
+                              ("failed validity", "validity", "not reported"),
+                              ("failed formal privacy guarantee", "privacy_guarantee", "no such check")]:
+        rows.append({"": label, "paper (of 96)": paper, "ours per seed": _ci(per[key]) if key in per else "0",
+                     "ours, rate over all settings": _pct(r.get(key)) if key in r else "0"})
+    rows.append({"": "a check could not run", "paper (of 96)": "-", "ours per seed": "-",
+                 "ours, rate over all settings": f"{len(s['could_not_run'])} settings"})
+    return rows
 
 
-def _by_dataset(ok: list[dict]) -> list[dict]:
+def _by_seed_table(s: dict) -> list[dict]:
+    out = []
+    for b in s["by_seed"]:
+        f = b["failures_by_check"]
+        out.append({"seed": b["seed"], "audited": f"{b['audited']} of {b['planned']}" if b["planned"] else
+                    b["audited"], "approved": b["approved"], "approved (strict)": b["approved_strict"],
+                    "privacy": f.get("privacy", 0), "privacy (strict)": b["strict_privacy_failures"],
+                    "utility": f.get("utility", 0), "task": b["task_failures"], "fairness": f.get("fairness", 0),
+                    "validity": f.get("validity", 0), "guarantee": f.get("privacy_guarantee", 0)})
+    return out
+
+
+def _by_dataset(ok: list[dict], s: dict) -> list[dict]:
     out = []
     for group, paper in PAPER["approved_by_dataset"].items():
+        names = [d for d in s["by_dataset"] if GROUP.get(d) == group]
         rs = [r for r in ok if GROUP.get(r["dataset"]) == group]
-        out.append({"paper dataset": group, "ours": ", ".join(sorted({r["dataset"] for r in rs})) or "-",
-                    "settings": len(rs), "paper approved": paper, "ours approved": sum(r["approved"] for r in rs),
-                    "ours approved (strict)": sum(r["approved_strict"] for r in rs)})
+        per = _per_seed(rs, s["seeds"])
+        out.append({"paper dataset": group, "ours": ", ".join(names) or "-",
+                    "settings per seed": _ci(t_interval([sum(r["seed"] == x for r in rs) for x in s["seeds"]]), 0),
+                    "paper approved": paper, "ours approved per seed": _ci(per),
+                    "ours approved, rate": _pct(wilson(sum(r["approved"] for r in rs), len(rs))),
+                    "strict": _pct(wilson(sum(r["approved_strict"] for r in rs), len(rs)))})
+    return out
+
+
+def _rates_table(groups: dict[str, dict], label: str) -> list[dict]:
+    """Per dataset or method: approved per seed (t) and each check's failure rate (Wilson)."""
+    out = []
+    for name, g in groups.items():
+        r = g["rates"]
+        out.append({label: name, "settings": r["approved"]["n"], "approved per seed": _ci(g["approved_per_seed"]),
+                    "approved": _pct(r["approved"]),
+                    **{c.replace("_", " "): _pct(r.get(c)) for c in RATE_CHECKS}})
     return out
 
 
@@ -105,19 +245,6 @@ def _cells(ok: list[dict]) -> list[dict]:
                     "approved": sum(r["approved"] for r in rs),
                     "approved strict": sum(r["approved_strict"] for r in rs),
                     "failed checks (count)": ", ".join(f"{c} {n}" for c, n in sorted(fails.items())) or "-"})
-    return out
-
-
-def _by_method(ok: list[dict]) -> list[dict]:
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for r in ok:
-        groups[r["display"]].append(r)
-    out = []
-    for m, rs in groups.items():
-        fails = Counter(c for r in rs for c in r["failed_checks"])
-        out.append({"method": m, "settings": len(rs), "approved": sum(r["approved"] for r in rs),
-                    "approved strict": sum(r["approved_strict"] for r in rs),
-                    **{c: fails.get(c, 0) for c in CHECK_ORDER}})
     return out
 
 
@@ -213,32 +340,61 @@ def _figures(ok: list[dict]) -> list[dict]:
     ]
 
 
-def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: bool, seeds: int, wall_s: float) -> str:
-    """The report (written to results/pearl_grid[_quick].md)."""
+def _timing_lines(rows: list[dict], timing: dict[str, Any]) -> list[str]:
+    inv = timing.get("invocations") or []
+    if not inv:
+        return ["Wall time: not recorded (rows from an older progress file)."]
+    runs = "; ".join(f"{r['date']} on {r.get('cpus')} CPUs, n_jobs {r.get('n_jobs')}, {r['settings_run']} settings "
+                     f"in {r['wall_s'] / 60:.1f} min (commit {str(r.get('commit'))[:10]}, 1-min load at the end "
+                     f"{r.get('load_1min_at_end')})" for r in inv)
+    return [f"**Wall time: {timing['wall_s'] / 60:.1f} min** over {len(inv)} invocation(s): {runs}. The audited "
+            f"settings took {timing['worker_cpu_s'] / 60:.0f} min of worker CPU time and "
+            f"{timing['worker_wall_s'] / 60:.0f} min of worker wall time."]
+
+
+def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: bool, seeds: int,
+             timing: dict[str, Any] | None = None, name: str = "pearl_grid", n_jobs: int = 1) -> str:
+    """The report (written to ``results/NAME.md``)."""
     ok = _ok(rows)
     s = summary
+    timing = timing or {}
     complete = s["audited"] == s["planned"]
+    per_seed = ", ".join(f"seed {b['seed']}: {b['approved']} of {b['audited']}" for b in s["by_seed"])
     head = [
         "# PEARL audit grid" + (" (quick smoke run: tiny data, not comparable to the paper)" if quick else ""),
         "",
-        f"Machine: {machine()}, shared with other benchmarks (load 9-22 on 2 cores); the audited settings "
-        f"took {sum(r.get('wall_s', 0.0) for r in rows) / 60:.0f} min of worker time (this invocation: "
-        f"{wall_s / 60:.1f} min).",
+        *_timing_lines(rows, timing),
         "",
         (f"**Grid size: {s['audited']} of {s['planned']} planned settings audited**"
-         + ("" if complete else " (a subset: the rest did not finish in the time available; regenerate with the "
-            "command below)") + f"; seeds 0-{seeds - 1}." if not quick else f"**{s['audited']} settings.**"),
+         + ("" if complete else " (a subset: the rest did not finish; `--resume` continues)")
+         + f"; seeds 0-{seeds - 1}, {_ci(s['settings_per_seed'], 0)} settings per seed."
+         if not quick else f"**{s['audited']} settings.**"),
         "",
-        f"**{s['approved']} of {s['audited']} releases approved** under our privacy rule (members copied no more "
-        f"often than non-members), **{s['approved_strict']}** under the paper's strict rule (any exact copy fails).",
+        f"**Approved per seed: {_ci(s['approved_per_seed'])}** (mean [95 % t interval over {len(s['seeds'])} "
+        f"seeds]; {per_seed}) under our privacy rule (members copied no more often than non-members); "
+        f"**{_ci(s['approved_strict_per_seed'])}** under the paper's strict rule (any exact copy fails). Over all "
+        f"settings: {_pct(s['rates']['approved'])} approved (95 % Wilson interval over settings); the paper: "
+        f"{_paper(PAPER['approved'])} of 96.",
+        "",
+        "Intervals: counts per seed are a mean with a 95 % Student-t interval over seeds (a seed is one pass over "
+        "the whole grid); rates pool the settings of all seeds with a 95 % Wilson interval, which treats settings "
+        "as independent (the same cell recurs once per seed), so it is narrower than an interval clustered by "
+        "seed. A one-seed run has no interval.",
         "",
     ]
     errors = [r for r in rows if r.get("status") != "ok"]
-    parts = head + setup_lines(quick, seeds) + [
+    parts = head + setup_lines(quick, seeds, n_jobs, name) + [
         "## The paper's table and ours, side by side", "", markdown_table(_side_by_side(s)), "",
-        "Failures overlap (a release can fail several checks), as in the paper.", "",
-        "### Approved by dataset", "", markdown_table(_by_dataset(ok)), "",
-        "### Why they differ", "", *differences(ok, s, skipped), "",
+        "Failures overlap (a release can fail several checks), as in the paper. The paper's 96 settings span its "
+        "seeds; ours per seed is one pass over our grid.", "",
+        "### Per seed", "", markdown_table(_by_seed_table(s)), "",
+        "### Approved by dataset, the paper's grouping", "", markdown_table(_by_dataset(ok, s)), "",
+        "### Per dataset: approved per seed (t) and failure rates (Wilson)", "",
+        markdown_table(_rates_table(s["by_dataset"], "dataset")) if ok else "(none)", "",
+        "### Per method: approved per seed (t) and failure rates (Wilson)", "",
+        markdown_table(_rates_table(s["by_method"], "method")) if ok else "(none)", "",
+        "A dash: the check never applies there (e.g. the task checks on tables).", "",
+        "## Differences from the paper, named", "", *differences(ok, s, skipped), "",
         "## The paper's other figures against ours", "", markdown_table(_figures(ok)), "",
     ]
     seq, kt, fair = _sequence_rows(ok), _kt_rows(ok), _fairness_rows(ok)
@@ -250,8 +406,8 @@ def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: boo
         parts += ["### Fairness (at-risk recall by protected group)", "", markdown_table(fair), ""]
     if not complete and s["coverage"]:
         parts += ["## Coverage of this subset (planned vs audited settings)", "", markdown_table(s["coverage"]), ""]
-    parts += ["## By method", "", markdown_table(_by_method(ok)) if ok else "(none)", "",
-              "## Per cell (dataset x method x epsilon)", "", markdown_table(_cells(ok)) if ok else "(none)", ""]
+    parts += ["## Per cell (dataset x method x epsilon, over seeds)", "",
+              markdown_table(_cells(ok)) if ok else "(none)", ""]
     if skipped:
         parts += ["## Not run (by design)", "", markdown_table(skipped), ""]
     parts += ["## Checks that could not run", "",
@@ -261,7 +417,8 @@ def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: boo
         parts += ["## Settings that errored", "",
                   markdown_table([{k: r.get(k) for k in ("dataset", "method", "epsilon", "seed", "error")}
                                   for r in errors]), ""]
-    parts += [f"Every audit is appended to a hash-chained ledger per setting in `results/pearl_grid"
-              f"{'_quick' if quick else ''}_ledgers/` (all verified: {s['ledgers_verified']})."]
+    parts += ["Every audit was appended to a hash-chained ledger per setting (in `--ledger-dir`, by default a "
+              "scratch folder that is not kept: about 40 kB a setting); each row of the JSON keeps its ledger's name, "
+              "entry count and head hash "
+              f"(all verified when written: {s['ledgers_verified']})."]
     return "\n".join(parts)
-

@@ -1,9 +1,9 @@
 """PEARL release-audit grid in the paper's shape: dataset x method x epsilon x seed, every release audited.
 
-    python benchmarks/pearl_grid.py --full --seeds 1 --n-jobs 2   # every dataset, method and epsilon, seed 0
-    python benchmarks/pearl_grid.py --full --seeds 4 --n-jobs 2   # four seeds
+    python benchmarks/pearl_grid.py --full --seeds 3 --n-jobs 16  # every dataset, method and epsilon, seeds 0-2
+    python benchmarks/pearl_grid.py --full --seeds 5 --resume     # add seeds 3-4 to a finished 3-seed run
     python benchmarks/pearl_grid.py --quick                      # CI smoke run (tiny data, every task kind)
-    python benchmarks/pearl_grid.py --full --report-only         # rebuild the report from the progress file
+    python benchmarks/pearl_grid.py --full --seeds 3 --report-only  # rebuild the report from the progress file
 
 Datasets (``_pearl_data``): UCI 697, UCI 856, OULAD tables (epsilon 0.5, 1, 2,
 5, 10), OULAD clickstreams and BKT-simulated knowledge tracing (epsilon 1, 5,
@@ -12,17 +12,27 @@ kind (DP-Histogram only where its joint table fits). Each setting fits the
 synthesizer on the training people, audits the release (sampled at the DP size
 estimate ``n_estimate_``) with ``ReleaseAuditor(pearl_checks(task, ...))`` and
 appends the audit to that setting's hash-chained ledger. Settings run through
-``_grid_runner.run_grid`` (joblib); each finished setting is appended to a
-progress file at once, so an interrupted run keeps what it finished and
-``--resume`` runs only the rest.
+``_grid_runner.run_grid`` (joblib), the most expensive first (by the CPU
+seconds measured per dataset and method, ``_pearl_methods.expected_cpu_s``) so
+that many workers finish together; each finished setting is appended to a
+progress file at once and printed with the count done and an estimate of the
+time left, so an interrupted run keeps what it finished and ``--resume`` runs
+only the rest.
+
+The ledgers (about 40 kB a setting) go to a scratch folder
+(``<tmp>/skdpsynth/pearl_grid_ledgers`` unless ``--ledger-dir`` says otherwise);
+the results keep each ledger's name, entry count, head hash and verification.
+Every path written to the results is relative to the repository.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -32,10 +42,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, SHARED_DATA, measure, relative_paths, write_results  # noqa: E402
+from _common import RESULTS, SHARED_DATA, _git, measure, relative_paths, write_results  # noqa: E402
 from _grid_runner import run_grid  # noqa: E402
 from _pearl_data import SCENARIOS, load_scenario  # noqa: E402
-from _pearl_methods import display_name, grid_methods, histogram_fit, make_synthesizer  # noqa: E402
+from _pearl_methods import (  # noqa: E402
+    display_name,
+    expected_cpu_s,
+    grid_methods,
+    histogram_fit,
+    load_method,
+    make_synthesizer,
+)
 
 QUICK_GRID = [("uci_hesp", "marginals", 5.0), ("oulad_clicks", "markov", 10.0), ("kt_bkt", "histseq", 10.0)]
 QUICK_TASK_EPOCHS = 2  # GRU / DKT / SAKT epochs in quick mode (the full grid keeps pearl_checks' defaults)
@@ -45,8 +62,17 @@ def setting_key(s: dict) -> tuple:
     return s["dataset"], s["method"], float(s["epsilon"]), int(s["seed"])
 
 
-def make_settings(quick: bool, seeds: int, datasets: list[str] | None = None, ledger_dir: str = "") -> tuple:
-    """(settings, skipped): every (dataset, method, epsilon, seed), cheapest-first within a seed."""
+#: fields of a setting that are run-time plumbing, not results (never written to the result files)
+PLUMBING = ("ledger_dir", "shared")
+
+
+def make_settings(quick: bool, seeds: int, datasets: list[str] | None = None, ledger_dir: str = "",
+                  longest_first: bool = False) -> tuple:
+    """(settings, skipped): every (dataset, method, epsilon, seed).
+
+    Cheapest first within a seed (an interrupted serial run keeps the most settings), or with
+    ``longest_first`` the most expensive first over all seeds (the shortest wall time on many workers).
+    """
     fixed = {"quick": quick, "ledger_dir": ledger_dir, "shared": str(SHARED_DATA)}
     if quick:
         return [{"dataset": d, "method": m, "epsilon": e, "seed": 0, **fixed} for d, m, e in QUICK_GRID], []
@@ -68,6 +94,8 @@ def make_settings(quick: bool, seeds: int, datasets: list[str] | None = None, le
 
     rank = {m: i for i, m in enumerate(ORDER)}
     settings.sort(key=lambda s: (s["seed"], rank.get(s["method"], len(ORDER))))  # stable: datasets keep their order
+    if longest_first:
+        settings.sort(key=lambda s: -expected_cpu_s(s["dataset"], s["method"]))
     return settings, skipped
 
 
@@ -142,17 +170,69 @@ def audit_setting(setting: dict) -> dict:
             "checks": results, "fit_s": fit_s, "fit_peak_mib": fit_mib, "audit_s": audit_s,
             "n_estimate": int(est.n_estimate_), "epsilon_spent": _num(est.privacy_spent_.epsilon),
             "delta_spent": _num(est.privacy_spent_.delta), "ledger": ledger.path.name,
-            "ledger_ok": bool(ledger.verify())}
+            "ledger_entries": len(ledger), "ledger_head": ledger.head, "ledger_ok": bool(ledger.verify())}
 
 
 def _num(v) -> float | None:
     return None if v is None else float(v)
 
 
-def _read_progress(path: Path) -> list[dict]:
+def _read_progress(path: Path) -> tuple[list[dict], list[dict]]:
+    """(finished settings, invocation records) of a progress file."""
     if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return [], []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in lines if r.get("status") != "invocation"], [r for r in lines if r.get("status") == "invocation"]
+
+
+def stored(row: dict) -> dict:
+    """A row as the result files hold it: no run-time plumbing, repository-relative paths only."""
+    return relative_paths({k: v for k, v in row.items() if k not in PLUMBING})
+
+
+def _load_worker_modules(settings: list[dict]) -> None:
+    """Import what the workers imported, so that the result file's stamp lists (and hashes) that code too."""
+    import skdpsynth.audit  # noqa: F401
+    import skdpsynth.models  # noqa: F401
+
+    for method in sorted({s["method"] for s in settings}):
+        load_method(method)
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:{int(seconds % 60):02d}"
+
+
+class _Progress:
+    """Appends each finished setting to the progress file and prints it with the count done and the time left.
+
+    The time left is the expected CPU seconds of the settings not yet finished (``expected_cpu_s``) at the pace
+    measured so far (wall seconds per expected CPU second of the finished ones).
+    """
+
+    def __init__(self, todo: list[dict], path: Path) -> None:
+        self.path, self.total, self.done = path, len(todo), 0
+        self.expected_left = sum(expected_cpu_s(s["dataset"], s["method"]) for s in todo)
+        self.expected_done = 0.0
+        self.start = time.perf_counter()
+
+    def __call__(self, row: dict) -> None:
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(stored(row), default=str) + "\n")
+        self.done += 1
+        cost = expected_cpu_s(row["dataset"], row["method"])
+        self.expected_done += cost
+        self.expected_left -= cost
+        elapsed = time.perf_counter() - self.start
+        left = max(0.0, self.expected_left) * elapsed / max(self.expected_done, 1e-9)
+        print(f"[{self.done}/{self.total}, {_clock(elapsed)} elapsed, ~{_clock(left)} left] {row['dataset']} "
+              f"{row['method']} eps={row['epsilon']:g} seed={row['seed']}: {row['status']} "
+              f"approved={row.get('approved')} failed={row.get('failed_checks')} "
+              f"({row['wall_s']:.0f} s, {row.get('cpu_s', float('nan')):.0f} CPU s)", flush=True)
+
+
+def _default_ledger_dir(name: str) -> Path:
+    return Path(tempfile.gettempdir()) / "skdpsynth" / f"{name}_ledgers"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -160,21 +240,29 @@ def main(argv: list[str] | None = None) -> None:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--quick", action="store_true", help="CI smoke run: one tiny setting per task kind")
     mode.add_argument("--full", action="store_true", help="the paper's grid")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 0 .. SEEDS-1 (full grid)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. SEEDS-1 (full grid)")
     parser.add_argument("--datasets", nargs="*", default=None, choices=sorted(SCENARIOS))
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--resume", action="store_true", help="keep finished settings of the progress file")
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from the progress file")
+    parser.add_argument("--name", default=None,
+                        help="result name (default pearl_grid, or pearl_grid_quick with --quick); a subset run "
+                             "(--datasets) should take another name so as not to replace the full grid")
+    parser.add_argument("--ledger-dir", type=Path, default=None,
+                        help="folder of the per-setting ledgers (default: a scratch folder under the system's "
+                             "temporary folder)")
     args = parser.parse_args(argv)
     from _pearl_report import markdown, summarise
 
-    name = "pearl_grid_quick" if args.quick else "pearl_grid"
-    ledgers, progress = RESULTS / f"{name}_ledgers", RESULTS / f"{name}_progress.jsonl"
-    settings, skipped = make_settings(args.quick, args.seeds, args.datasets, str(ledgers))
-    done = _read_progress(progress) if (args.resume or args.report_only) else []
-    done = [r for r in done if r["status"] == "ok"]
+    name = args.name or ("pearl_grid_quick" if args.quick else "pearl_grid")
+    progress = RESULTS / f"{name}_progress.jsonl"
+    ledgers = (args.ledger_dir or _default_ledger_dir(name)).resolve()
+    seeds = 1 if args.quick else args.seeds
+    settings, skipped = make_settings(args.quick, seeds, args.datasets, str(ledgers),
+                                      longest_first=args.n_jobs != 1)
+    done, invocations = _read_progress(progress) if (args.resume or args.report_only) else ([], [])
     wanted = {setting_key(s) for s in settings}
-    done = [r for r in done if setting_key(r) in wanted]
+    done = [r for r in done if r["status"] == "ok" and setting_key(r) in wanted]
     start = time.perf_counter()
     if not args.report_only:
         have = {setting_key(r) for r in done}
@@ -182,24 +270,38 @@ def main(argv: list[str] | None = None) -> None:
         if not args.resume:
             shutil.rmtree(ledgers, ignore_errors=True)
             progress.unlink(missing_ok=True)
+            invocations = []
         ledgers.mkdir(parents=True, exist_ok=True)
+        progress.parent.mkdir(parents=True, exist_ok=True)
         import pearl_grid  # pickled by reference to an importable module
 
-        def record(row: dict) -> None:
-            with progress.open("a") as fh:
-                fh.write(json.dumps(relative_paths(row), default=str) + "\n")  # no absolute path
-            print(f"[{time.strftime('%H:%M:%S')}] {row['dataset']} {row['method']} eps={row['epsilon']:g} "
-                  f"seed={row['seed']}: {row['status']} approved={row.get('approved')} "
-                  f"failed={row.get('failed_checks')} ({row['wall_s']:.0f} s)", flush=True)
-
-        done += run_grid(todo, pearl_grid.audit_setting, n_jobs=args.n_jobs, on_result=record)
-    position = {setting_key(s): i for i, s in enumerate(settings)}
+        print(f"{len(todo)} settings to run ({len(done)} kept from the progress file), n_jobs={args.n_jobs}, "
+              f"expected {sum(expected_cpu_s(s['dataset'], s['method']) for s in todo) / 60:.0f} CPU min; "
+              f"progress: {progress.relative_to(RESULTS.parents[1])}", flush=True)
+        new = run_grid(todo, pearl_grid.audit_setting, n_jobs=args.n_jobs, on_result=_Progress(todo, progress))
+        done += [stored(r) for r in new]
+        wall = time.perf_counter() - start
+        record = {"status": "invocation", "commit": _git("rev-parse", "HEAD"),
+                  "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "settings_run": len(new),
+                  "wall_s": wall, "cpu_s": sum(r.get("cpu_s") or 0.0 for r in new), "n_jobs": args.n_jobs,
+                  "cpus": os.cpu_count(), "load_1min_at_end": round(os.getloadavg()[0], 1)}
+        with progress.open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        invocations.append(record)
+    canonical, _ = make_settings(args.quick, seeds, args.datasets)  # report order: by seed, cheapest first
+    position = {setting_key(s): i for i, s in enumerate(canonical)}
     rows = sorted(done, key=lambda r: position[setting_key(r)])
     summary = summarise(rows, planned=len(settings), plan=settings)
-    wall_s = time.perf_counter() - start
-    md = markdown(rows, summary, skipped=skipped, quick=args.quick, seeds=args.seeds, wall_s=wall_s)
+    timing = {"invocations": invocations, "wall_s": sum(r["wall_s"] for r in invocations),
+              "worker_cpu_s": sum(r.get("cpu_s") or 0.0 for r in rows),
+              "worker_wall_s": sum(r.get("wall_s") or 0.0 for r in rows)}
+    md = markdown(rows, summary, skipped=skipped, quick=args.quick, seeds=seeds, timing=timing, name=name,
+                  n_jobs=args.n_jobs)
+    _load_worker_modules(settings)
     write_results(name, {"summary": summary, "skipped": skipped, "rows": rows, "quick": args.quick,
-                         "seeds": args.seeds}, md)
+                         "seeds": seeds, "n_jobs": args.n_jobs, "timing": timing,
+                         "ledgers": "scratch (not kept): " + str(ledgers) if args.ledger_dir is None
+                         else str(ledgers)}, md)
     print(md)
 
 
