@@ -335,12 +335,14 @@ def _aim_side_by_side_figures() -> list[Figure]:
             Figure(f"sbs.{ds}.tstr_ratio", src, _ratio(ds, "AIM", "private-pgm AIM", "TSTR ours / theirs"), ".2f"),
             Figure(f"sbs.{ds}.quality_ratio", src, _ratio(ds, "AIM", "private-pgm AIM", "SDMetrics ours / theirs"),
                    ".2f"),
-            Figure(f"sbs.{ds}.pgm_aim.seeds", src, lambda p, d=ds: values(
-                r["tstr"] for r in sorted(select(p["rows"], dataset=d, method="private-pgm AIM"),
-                                          key=lambda r: r["seed"])), ".3f"),
         ]
-    figs.append(Figure("sbs.uci_dropout.aim_in_adult_run", "tabular_side_by_side_pgm_jax.json",
-                       lambda p: one(p["aggregate"], dataset="adult", method="AIM")["tstr"], ".3f"))
+    figs += [
+        Figure("sbs.uci_dropout.pgm_aim.seeds", _SBS_SOURCES["uci_dropout"], lambda p: values(
+            r["tstr"] for r in sorted(select(p["rows"], dataset="uci_dropout", method="private-pgm AIM"),
+                                      key=lambda r: r["seed"])), ".3f"),
+        Figure("sbs.uci_dropout.aim_in_adult_run", _SBS_SOURCES["uci_dropout"],
+               lambda p: one(p["aggregate"], dataset="adult", method="AIM")["tstr"], ".3f"),
+    ]
     return figs
 
 
