@@ -33,7 +33,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 START, END = "<!-- measured:start -->", "<!-- measured:end -->"
-SPAN = re.compile(r"<!-- fig:(?P<key>[\w.+-]+) -->(?P<text>.*?)<!-- /fig -->", re.S)
+#: a figure span (one written inside inline code, `<!-- fig:...`, is prose about the convention, not a span)
+SPAN = re.compile(r"(?<!`)<!-- fig:(?P<key>[\w.+-]+) -->(?P<text>.*?)<!-- /fig -->", re.S)
 PLACEHOLDER = re.compile(r"\{(?P<key>[\w.+-]+)\}")
 
 

@@ -136,6 +136,9 @@ def test_report_rewrites_spans_and_the_measured_table_and_check_sees_a_changed_f
     key = registry.FIGURES[0].key
     doc = f"Before <!-- fig:{key} -->9.99<!-- /fig --> after.\n"
     assert report.update_spans(doc, texts) == f"Before <!-- fig:{key} -->{texts[key]}<!-- /fig --> after.\n"
+    quoted = f"the convention `<!-- fig:KEY -->TEXT<!-- /fig -->` and <!-- fig:{key} -->1<!-- /fig -->"
+    assert report.update_spans(quoted, texts).startswith("the convention `<!-- fig:KEY -->TEXT<!-- /fig -->` and ")
+    assert report.update_spans(quoted, texts).endswith(f"<!-- fig:{key} -->{texts[key]}<!-- /fig -->")
     with pytest.raises(KeyError, match="unknown figure"):
         report.update_spans("<!-- fig:no.such.figure -->1<!-- /fig -->", texts)
     readme = f"# x\n\n{report.START}\nold\n{report.END}\n\nrest\n"
