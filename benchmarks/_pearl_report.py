@@ -152,7 +152,7 @@ def _ci(t: dict[str, Any], digits: int = 1) -> str:
     if not t or t["mean"] is None:
         return "-"
     if t["low"] is None:
-        return f"{t['mean']:.{digits}f}"
+        return f"{t['mean']:g}"
     return f"{t['mean']:.{digits}f} [{t['low']:.{digits}f}, {t['high']:.{digits}f}]"
 
 
@@ -348,8 +348,8 @@ def _timing_lines(rows: list[dict], timing: dict[str, Any]) -> list[str]:
                      f"in {r['wall_s'] / 60:.1f} min (commit {str(r.get('commit'))[:10]}, 1-min load at the end "
                      f"{r.get('load_1min_at_end')})" for r in inv)
     return [f"**Wall time: {timing['wall_s'] / 60:.1f} min** over {len(inv)} invocation(s): {runs}. The audited "
-            f"settings took {timing['worker_cpu_s'] / 60:.0f} min of worker CPU time and "
-            f"{timing['worker_wall_s'] / 60:.0f} min of worker wall time."]
+            f"settings took {timing['worker_cpu_s'] / 60:.1f} min of worker CPU time and "
+            f"{timing['worker_wall_s'] / 60:.1f} min of worker wall time."]
 
 
 def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: bool, seeds: int,
@@ -370,8 +370,9 @@ def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: boo
          + f"; seeds 0-{seeds - 1}, {_ci(s['settings_per_seed'], 0)} settings per seed."
          if not quick else f"**{s['audited']} settings.**"),
         "",
-        f"**Approved per seed: {_ci(s['approved_per_seed'])}** (mean [95 % t interval over {len(s['seeds'])} "
-        f"seeds]; {per_seed}) under our privacy rule (members copied no more often than non-members); "
+        f"**Approved per seed: {_ci(s['approved_per_seed'])}** ("
+        + (f"mean [95 % t interval over {len(s['seeds'])} seeds]; " if len(s["seeds"]) > 1 else "one seed, no "
+           "interval: ") + f"{per_seed}) under our privacy rule (members copied no more often than non-members); "
         f"**{_ci(s['approved_strict_per_seed'])}** under the paper's strict rule (any exact copy fails). Over all "
         f"settings: {_pct(s['rates']['approved'])} approved (95 % Wilson interval over settings); the paper: "
         f"{_paper(PAPER['approved'])} of 96.",
