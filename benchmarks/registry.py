@@ -116,7 +116,7 @@ class Figure:
     source : str
         The result file, relative to ``benchmarks/results/``.
     read : callable
-        Maps the file's JSON payload to a :class:`Value` (or a plain number).
+        Maps the file's JSON payload to a :class:`Value`, a plain number, or text written as it stands (a table).
     spec : str
         The format specification of the number(s).
     unit : str
@@ -125,13 +125,15 @@ class Figure:
 
     key: str
     source: str
-    read: Callable[[dict[str, Any]], Value | float | int]
+    read: Callable[[dict[str, Any]], Value | float | int | str]
     spec: str = ".3f"
     unit: str = ""
 
     def render(self, payload: dict[str, Any]) -> str:
         """The figure's text from the source file's payload."""
         value = self.read(payload)
+        if isinstance(value, str):  # a block written by the reader itself (e.g. a table)
+            return value
         if not isinstance(value, Value):
             value = Value(float(value))
         return value.format(self.spec) + self.unit
@@ -346,6 +348,50 @@ def _aim_side_by_side_figures() -> list[Figure]:
     return figs
 
 
+def _privacy_table(p: dict[str, Any]) -> str:
+    """docs/privacy.md's table of the empirical privacy audit, one row per audit (the file's order)."""
+    lines = ["", "", "| synthesizer | attack | ε claimed | ε lower (95 %) | μ lower / μ of the noise (zCDP) or "
+             "μ implied by ε | fits per dataset | caught |", "|---|---|---|---|---|---|---|"]
+    for r in p["rows"]:
+        ref = r.get("mu_claimed") or r.get("mu_implied")
+        mu = f"{r['mu_lower']:.2f} / " + (f"{ref:.2f}" if ref else "-")
+        caught = "**yes**" if r["caught"] else "no"
+        lines.append(f"| {r['synthesizer']} | {r['attack']} | {r['epsilon']:.3g} | {r['epsilon_lower']:.2f} | {mu} | "
+                     f"{r['trials']:,} | {caught} |")
+    return "\n".join(lines) + "\n\n"
+
+
+def _privacy_ratio(names: tuple[str, ...]) -> Callable[[dict[str, Any]], Value]:
+    return lambda p: value_range(r["epsilon_lower"] / r["epsilon"] for r in p["rows"]
+                                 if r["synthesizer"] in names and r["attack"] == "white-box" and not r["control"])
+
+
+def _privacy_mu(name: str, field: str) -> Callable[[dict[str, Any]], float]:
+    return lambda p: one([r for r in p["rows"] if round(r["epsilon"]) == 4], synthesizer=name,
+                         attack="white-box")[field]
+
+
+def _privacy_figures() -> list[Figure]:
+    src = "privacy_audit.json"
+    return [
+        Figure("privacy.table", src, _privacy_table),
+        Figure("privacy.audits", src, lambda p: len(p["rows"]), ".0f"),
+        Figure("privacy.n_jobs", src, lambda p: p["n_jobs"], ".0f"),
+        Figure("privacy.minutes", src, lambda p: p["seconds"] / 60, ".1f", " min"),
+        Figure("privacy.honest_above", src, lambda p: sum(bool(r["above_claim"]) for r in p["rows"]
+                                                           if not r["control"]), ".0f"),
+        Figure("privacy.honest_caught", src, lambda p: sum(bool(r["caught"]) for r in p["rows"] if not r["control"]),
+               ".0f"),
+        Figure("privacy.controls_caught", src, lambda p: sum(bool(r["caught"]) for r in p["rows"] if r["control"]),
+               ".0f"),
+        Figure("privacy.controls", src, lambda p: sum(bool(r["control"]) for r in p["rows"]), ".0f"),
+        Figure("privacy.ratio.counts", src, _privacy_ratio(("DP-Marginals", "DP-Histogram")), ".2f"),
+        Figure("privacy.ratio.sequences", src, _privacy_ratio(("DP-Markov", "DP-HistSeq")), ".2f"),
+        *[Figure(f"privacy.{name.lower()}.{field}", src, _privacy_mu(name, field), ".2f")
+          for name in ("NPGC", "MST") for field in ("mu_lower", "mu_claimed")],
+    ]
+
+
 def _audit_tabular_seconds(p: dict[str, Any]) -> Value:
     return value_range(r["seconds"] for r in p["rows"] if r["task"].startswith("tabular"))
 
@@ -487,6 +533,7 @@ FIGURES: list[Figure] = [
     Figure("kt.majority", "sequences.json", _kt("real", "-", "majority_macro_f1"), ".2f"),
     *_sequence_figures(),
     *_aim_side_by_side_figures(),
+    *_privacy_figures(),
     *_npgc_reference_figures(),
     *_regeneration_figures(),
     *_scaling_figures(),
@@ -569,6 +616,7 @@ RERUN: dict[str, str] = {
     "sequences.json": "python benchmarks/sequences.py",
     "caps_timing.json": "python benchmarks/caps_cycles.py --timing-only",
     "audit_speed.json": "python benchmarks/audit_speed.py",
+    "privacy_audit.json": "python benchmarks/privacy_audit.py --n-jobs 16",
     "pearl_grid.json": "python benchmarks/pearl_grid.py --full --seeds 3 --n-jobs 16",
 }
 
@@ -591,6 +639,7 @@ STALE_ALLOWED: dict[str, str] = {
     "sequences.json": _UNSTAMPED,
     "caps_timing.json": _UNSTAMPED + "; the CAPS benchmark is being reworked",
     "audit_speed.json": _UNSTAMPED,
+    "privacy_audit.json": _UNSTAMPED,
     "pearl_grid.json": _UNSTAMPED + "; one seed, on older code: to be rerun with 3 seeds on 16 cores",
 }
 
