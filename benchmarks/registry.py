@@ -348,6 +348,37 @@ def _aim_side_by_side_figures() -> list[Figure]:
     return figs
 
 
+def _audit_speed_table(p: dict[str, Any]) -> str:
+    """docs/audit.md's table of audit_speed.json: seconds and verdict per release, the task named once."""
+    lines = ["", "", "| task | release | seconds | verdict |", "|---|---|---|---|"]
+    previous = None
+    for r in p["rows"]:
+        tabular = r["task"].startswith("tabular")
+        if r["task"] == previous:
+            task = ""
+        elif tabular:
+            task = (f"tabular audit, UCI dropout ({r['n_train']:,} train + {r['n_holdout']:,} holdout, 37 columns; "
+                    "4 checks)")
+        else:
+            task = (f"DKT + SAKT check, {r['n_train']:,} + {r['n_holdout']:,} simulated learners, "
+                    f"{r['n_train']:,}-learner release (4 model fits)")
+        previous = r["task"]
+        if r["approved"]:
+            verdict = "approved" if tabular else "passed"
+        elif tabular:
+            check = r["reasons"].split(":")[0]
+            verdict = f"rejected (utility {r['tstr_trtr']:.3f})" if check == "utility" else f"rejected ({check})"
+        else:
+            verdict = "rejected"
+        release = r["release"].replace("eps=", "epsilon ")
+        lines.append(f"| {task} | {release} | {r['seconds']:.1f} | {verdict} |")
+    return "\n".join(lines) + "\n\n"
+
+
+def _audit_check_seconds(field: str) -> Callable[[dict[str, Any]], Value]:
+    return lambda p: value_range(r[field] for r in p["rows"] if r["task"].startswith("tabular"))
+
+
 def _privacy_table(p: dict[str, Any]) -> str:
     """docs/privacy.md's table of the empirical privacy audit, one row per audit (the file's order)."""
     lines = ["", "", "| synthesizer | attack | ε claimed | ε lower (95 %) | μ lower / μ of the noise (zCDP) or "
@@ -534,6 +565,9 @@ FIGURES: list[Figure] = [
     *_sequence_figures(),
     *_aim_side_by_side_figures(),
     *_privacy_figures(),
+    Figure("audit.table", "audit_speed.json", _audit_speed_table),
+    Figure("audit.privacy_s", "audit_speed.json", _audit_check_seconds("privacy_s"), ".1f", " s"),
+    Figure("audit.utility_s", "audit_speed.json", _audit_check_seconds("utility_s"), ".1f", " s"),
     *_npgc_reference_figures(),
     *_regeneration_figures(),
     *_scaling_figures(),
