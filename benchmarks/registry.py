@@ -379,6 +379,51 @@ def _audit_check_seconds(field: str) -> Callable[[dict[str, Any]], Value]:
     return lambda p: value_range(r[field] for r in p["rows"] if r["task"].startswith("tabular"))
 
 
+_TAB_METHODS = ("DPMarginals", "MST", "NPGC", "DPCTGAN", "PATEGAN", "CTGAN", "TVAE")
+_TAB_DATASETS = ("adult", "oulad", "uci_dropout", "uci_hesp")
+
+
+def _g3(x: Any) -> str:
+    """A cell as the benchmark's own tables write it (3 significant digits; empty when missing)."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return ""
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def _tabular_cell(p: dict[str, Any], ds: str, method: str, eps: float | None, field: str) -> float | None:
+    rows = [r for r in p["rows"] if r["dataset"] == ds and r["method"] == method and r.get("epsilon") == eps
+            and r["status"] == "ok" and r.get(field) is not None]
+    return sum(r[field] for r in rows) / len(rows) if rows else None
+
+
+def _tabular_metric_table(field: str) -> Callable[[dict[str, Any]], str]:
+    """docs/choosing.md's table of one metric of tabular.json: a row per method, a column per (dataset, eps)."""
+    def read(p: dict[str, Any]) -> str:
+        cols = [(ds, eps) for ds in _TAB_DATASETS for eps in (1.0, 10.0, None)]
+        head = "| method | " + " | ".join(f"{ds} eps {'none' if e is None else e}" for ds, e in cols) + " |"
+        lines = ["", "", head, "|" + "---|" * (len(cols) + 1)]
+        for m in _TAB_METHODS:
+            cells = [_g3(_tabular_cell(p, ds, m, e, field)) for ds, e in cols]
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n\n"
+    return read
+
+
+def _tabular_speed_table(p: dict[str, Any]) -> str:
+    """docs/choosing.md's fit-time table of tabular.json (epsilon 1; CTGAN / TVAE non-private)."""
+    methods = (("NPGC", 1.0), ("MST", 1.0), ("DPMarginals", 1.0), ("DPCTGAN", 1.0), ("PATEGAN", 1.0),
+               ("CTGAN", None), ("TVAE", None))
+    lines = ["", "", "| dataset | rows | NPGC s | MST s | DP-Marginals s | DP-CTGAN s | PATE-GAN s | CTGAN s | "
+             "TVAE s | CTGAN/NPGC | TVAE/NPGC | MST/NPGC |", "|" + "---|" * 12]
+    for ds in dict.fromkeys(r["dataset"] for r in p["rows"]):
+        fit = {m: _tabular_cell(p, ds, m, e, "fit_s") for m, e in methods}
+        n = one([r for r in p["rows"] if r["dataset"] == ds], method="NPGC", epsilon=1.0)["n_train"]
+        ratios = [fit[m] / fit["NPGC"] if fit[m] and fit["NPGC"] else None for m in ("CTGAN", "TVAE", "MST")]
+        lines.append(f"| {ds} | {n} | " + " | ".join(_g3(fit[m]) for m, _ in methods) + " | "
+                     + " | ".join(_g3(r) for r in ratios) + " |")
+    return "\n".join(lines) + "\n\n"
+
+
 def _privacy_table(p: dict[str, Any]) -> str:
     """docs/privacy.md's table of the empirical privacy audit, one row per audit (the file's order)."""
     lines = ["", "", "| synthesizer | attack | ε claimed | ε lower (95 %) | μ lower / μ of the noise (zCDP) or "
@@ -566,6 +611,9 @@ FIGURES: list[Figure] = [
     *_aim_side_by_side_figures(),
     *_privacy_figures(),
     Figure("audit.table", "audit_speed.json", _audit_speed_table),
+    Figure("tabular.fit_table", "tabular.json", _tabular_speed_table),
+    *[Figure(f"tabular.{field}_table", "tabular.json", _tabular_metric_table(field))
+      for field in ("quality", "tstr_ratio", "membership_auc", "disc_auc")],
     Figure("audit.privacy_s", "audit_speed.json", _audit_check_seconds("privacy_s"), ".1f", " s"),
     Figure("audit.utility_s", "audit_speed.json", _audit_check_seconds("utility_s"), ".1f", " s"),
     *_npgc_reference_figures(),
