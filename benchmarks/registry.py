@@ -392,7 +392,7 @@ def _g3(x: Any) -> str:
 
 def _tabular_cell(p: dict[str, Any], ds: str, method: str, eps: float | None, field: str) -> float | None:
     rows = [r for r in p["rows"] if r["dataset"] == ds and r["method"] == method and r.get("epsilon") == eps
-            and r["status"] == "ok" and r.get(field) is not None]
+            and r["status"] == "ok" and _g3(r.get(field))]
     return sum(r[field] for r in rows) / len(rows) if rows else None
 
 
@@ -422,6 +422,71 @@ def _tabular_speed_table(p: dict[str, Any]) -> str:
         lines.append(f"| {ds} | {n} | " + " | ".join(_g3(fit[m]) for m, _ in methods) + " | "
                      + " | ".join(_g3(r) for r in ratios) + " |")
     return "\n".join(lines) + "\n\n"
+
+
+def _tab_point(ds: str, method: str, eps: float | None, field: str) -> Callable[[dict[str, Any]], float]:
+    def read(p: dict[str, Any]) -> float:
+        value = _tabular_cell(p, ds, method, eps, field)
+        if value is None:
+            raise KeyError(f"no {field} for {ds} {method} eps {eps}")
+        return value
+    return read
+
+
+def _tab_range(datasets: tuple[str, ...], methods: tuple[str, ...], field: str) -> Callable[[dict[str, Any]], Value]:
+    """The range of ``field`` over every epsilon (and seed) of ``methods`` on ``datasets``."""
+    return lambda p: value_range(r[field] for r in p["rows"] if r["dataset"] in datasets and r["method"] in methods
+                                 and r["status"] == "ok" and _g3(r.get(field)))
+
+
+def _tab_ratio(datasets: tuple[str, ...], methods: tuple[str, ...], base: str = "NPGC"
+               ) -> Callable[[dict[str, Any]], Value]:
+    """The range of fit-time ratios method / ``base`` (``base`` at epsilon 1, CTGAN / TVAE non-private)."""
+    def read(p: dict[str, Any]) -> Value:
+        out = []
+        for ds in datasets:
+            ref = _tabular_cell(p, ds, base, 1.0, "fit_s")
+            for m in methods:
+                fit = _tabular_cell(p, ds, m, None if m in ("CTGAN", "TVAE") else 1.0, "fit_s")
+                out.append(fit / ref)
+        return value_range(out)
+    return read
+
+
+def _tabular_prose_figures() -> list[Figure]:
+    src = "tabular.json"
+    big = ("uci_dropout", "oulad", "adult")
+    return [
+        Figure("tab.deep_vs_npgc.big", src, _tab_ratio(big, ("CTGAN", "TVAE")), ".0f", "x"),
+        Figure("tab.ctgan_vs_npgc.adult", src, _tab_ratio(("adult",), ("CTGAN",)), ".0f", "x"),
+        Figure("tab.tvae_vs_npgc.adult", src, _tab_ratio(("adult",), ("TVAE",)), ".0f", "x"),
+        Figure("tab.ctgan_vs_npgc.hesp", src, _tab_ratio(("uci_hesp",), ("CTGAN",)), ".1f", "x"),
+        Figure("tab.tvae_vs_npgc.hesp", src, _tab_ratio(("uci_hesp",), ("TVAE",)), ".1f", "x"),
+        Figure("tab.mst_vs_npgc", src, _tab_ratio(_TAB_DATASETS, ("MST",)), ".2f", "x"),
+        Figure("tab.mst.quality.oulad.eps1", src, _tab_point("oulad", "MST", 1.0, "quality"), ".2f"),
+        Figure("tab.npgc.quality.uci_dropout.eps1", src, _tab_point("uci_dropout", "NPGC", 1.0, "quality"), ".2f"),
+        Figure("tab.npgc.quality.uci_dropout.eps10", src, _tab_point("uci_dropout", "NPGC", 10.0, "quality"), ".2f"),
+        Figure("tab.mst.quality.adult.eps1", src, _tab_point("adult", "MST", 1.0, "quality")),
+        Figure("tab.npgc.quality.adult.eps1", src, _tab_point("adult", "NPGC", 1.0, "quality")),
+        Figure("tab.ctgan.quality.adult", src, _tab_point("adult", "CTGAN", None, "quality"), ".2f"),
+        Figure("tab.npgc.tstr.adult.eps1", src, _tab_point("adult", "NPGC", 1.0, "tstr_ratio"), ".2f"),
+        Figure("tab.mst.tstr.adult.eps1", src, _tab_point("adult", "MST", 1.0, "tstr_ratio"), ".2f"),
+        Figure("tab.mst.tstr.uci_dropout", src, _tab_range(("uci_dropout",), ("MST",), "tstr_ratio"), ".2f"),
+        Figure("tab.npgc.tstr.uci_dropout", src, _tab_range(("uci_dropout",), ("NPGC",), "tstr_ratio"), ".2f"),
+        Figure("tab.mst_npgc.tstr.oulad", src, _tab_range(("oulad",), ("MST", "NPGC"), "tstr_ratio"), ".2f"),
+        Figure("tab.marginals.tstr.big", src, _tab_range(big, ("DPMarginals",), "tstr_ratio"), ".2f"),
+        Figure("tab.dpctgan.quality", src, _tab_range(_TAB_DATASETS, ("DPCTGAN",), "quality"), ".1f"),
+        Figure("tab.pategan.quality", src, _tab_range(_TAB_DATASETS, ("PATEGAN",), "quality"), ".2f"),
+        Figure("tab.membership.big", src, _tab_range(big, _TAB_METHODS, "membership_auc"), ".2f"),
+        *[Figure(f"tab.pategan_fixed.quality.{ds}.eps10", "tabular_pategan_fixed.json",
+                 _tab_point(ds, "PATEGAN", 10.0, "quality"), ".2f") for ds in ("uci_dropout", "oulad", "uci_hesp")],
+        Figure("tab.pategan_fixed.quality.eps1", "tabular_pategan_fixed.json", lambda p: value_range(
+            r["quality"] for r in p["rows"] if r["epsilon"] == 1.0), ".2f"),
+        Figure("tab.pategan_fixed.tstr", "tabular_pategan_fixed.json",
+               _tab_range(_TAB_DATASETS, ("PATEGAN",), "tstr_ratio"), ".2f"),
+        Figure("tab.membership.hesp.counts.eps1", src, lambda p: value_range(
+            _tabular_cell(p, "uci_hesp", m, 1.0, "membership_auc") for m in ("DPMarginals", "MST")), ".2f"),
+    ]
 
 
 def _privacy_table(p: dict[str, Any]) -> str:
@@ -612,6 +677,7 @@ FIGURES: list[Figure] = [
     *_privacy_figures(),
     Figure("audit.table", "audit_speed.json", _audit_speed_table),
     Figure("tabular.fit_table", "tabular.json", _tabular_speed_table),
+    *_tabular_prose_figures(),
     *[Figure(f"tabular.{field}_table", "tabular.json", _tabular_metric_table(field))
       for field in ("quality", "tstr_ratio", "membership_auc", "disc_auc")],
     Figure("audit.privacy_s", "audit_speed.json", _audit_check_seconds("privacy_s"), ".1f", " s"),
@@ -695,6 +761,8 @@ RERUN: dict[str, str] = {
     "tabular_side_by_side_npgc_mst.json": "python benchmarks/tabular_side_by_side.py (NPGC and MST, delta 1e-9, "
                                           "5 seeds; see the file's report)",
     "tabular.json": "python benchmarks/tabular.py",
+    "tabular_pategan_fixed.json": "python benchmarks/tabular.py --methods PATEGAN --name tabular_pategan_fixed "
+                                  "(see the file's report for the options)",
     "sequences.json": "python benchmarks/sequences.py",
     "caps_timing.json": "python benchmarks/caps_cycles.py --timing-only",
     "audit_speed.json": "python benchmarks/audit_speed.py",
@@ -717,6 +785,7 @@ STALE_ALLOWED: dict[str, str] = {
     "tabular_side_by_side_deep.json": _UNSTAMPED + "; CTGAN / TVAE fits take about 15 CPU minutes",
     "tabular_side_by_side_tvae.json": _UNSTAMPED + "; TVAE fits take about 25 CPU minutes",
     "tabular.json": _UNSTAMPED,
+    "tabular_pategan_fixed.json": _UNSTAMPED,
     "tabular_side_by_side_npgc_mst.json": _UNSTAMPED + "; an earlier run, quoted as such (NPGC has changed since)",
     "sequences.json": _UNSTAMPED,
     "caps_timing.json": _UNSTAMPED + "; the CAPS benchmark is being reworked",
