@@ -78,6 +78,13 @@ class PrivateVector:
         touched = np.unique(owner * n_groups + self.groups[np.concatenate(index)])
         return np.bincount(touched // n_groups, weights=self.bounds[touched % n_groups], minlength=len(index))
 
+    def _l1_rows(self, rows: np.ndarray) -> np.ndarray:
+        """L1 sensitivity of every row of a 2-D index array (as :meth:`sensitivity`): its distinct groups' bounds."""
+        g = np.sort(self.groups[rows], axis=1)
+        first = np.ones(g.shape, dtype=bool)
+        first[:, 1:] = g[:, 1:] != g[:, :-1]
+        return np.where(first, self.bounds[g], 0.0).sum(axis=1)
+
     def measure(self, index=None, *, rho: float | None = None, epsilon: float | None = None, target: str,
                 real: bool = False) -> np.ndarray:
         """The coordinates ``index`` with noise at their sensitivity (exact and declared when not private).
@@ -110,7 +117,8 @@ class PrivateVector:
 
         Utility ``w_c (||v[c] - estimate_c||_1 - penalty_c)``: one person moves ``v[c]`` by at most its L1
         sensitivity, so the utility by ``w_c`` times that; the mechanism's sensitivity is the largest of those.
-        Without privacy: the argmax, declared.
+        Without privacy: the argmax, declared. ``candidates`` is a sequence of coordinate arrays, or a 2-D
+        integer array with one row of coordinates per candidate (``estimates`` then of the same shape).
 
         Returns
         -------
@@ -120,17 +128,23 @@ class PrivateVector:
         k = len(candidates)
         w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
         pen = np.zeros(k) if penalties is None else np.asarray(penalties, dtype=float)
-        index = [np.asarray(c, dtype=np.int64).reshape(-1) for c in candidates]
-        gaps = np.abs(self.__values[np.concatenate(index)] - np.concatenate(
-            [np.asarray(e, dtype=float).reshape(-1) for e in estimates]))
-        err = np.bincount(np.repeat(np.arange(k), [i.size for i in index]), weights=gaps, minlength=k)
+        rows = isinstance(candidates, np.ndarray) and candidates.ndim == 2  # one row of coordinates each
+        if rows:
+            candidates = candidates.astype(np.int64, copy=False)
+            err = np.abs(self.__values[candidates] - np.asarray(estimates, dtype=float).reshape(candidates.shape)
+                         ).sum(axis=1)
+        else:
+            index = [np.asarray(c, dtype=np.int64).reshape(-1) for c in candidates]
+            gaps = np.abs(self.__values[np.concatenate(index)] - np.concatenate(
+                [np.asarray(e, dtype=float).reshape(-1) for e in estimates]))
+            err = np.bincount(np.repeat(np.arange(k), [i.size for i in index]), weights=gaps, minlength=k)
         utility = w * (err - pen)
         if not self._accountant.private:
             self._accountant.declare_nonprivate(target)
             return int(np.argmax(utility))
         if (rho is None) == (epsilon is None):
             raise ValueError(f"{target}: give exactly one of rho (zCDP) or epsilon (pure DP) for a private choice")
-        sens = float(np.max(w * self._l1_each(candidates)))
+        sens = float(np.max(w * (self._l1_rows(candidates) if rows else self._l1_each(candidates))))
         kw = {"sensitivity": sens, "noise": self._noise, "accountant": self._accountant, "target": target}
         if rho is not None:
             return exponential_mechanism_zcdp(utility, rho=rho, **kw)

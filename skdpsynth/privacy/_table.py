@@ -69,6 +69,8 @@ class PrivateTable(PrivateHandle):
         self.__rows = rows
         self.__codes: dict[int, tuple[object, np.ndarray]] = {}
         self.__exact: dict[tuple, tuple[np.ndarray, tuple[int, ...]]] = {}
+        self.__columns: dict[tuple, tuple[np.ndarray, int]] = {}
+        self.__stores: dict[tuple, dict] = {}  # per grid and maps: the selections' exact counts (one flat array)
         self.schema = schema
         self.columns = tuple(str(c) for c in rows.columns)
         super().__init__(accountant=accountant, noise=noise)
@@ -147,8 +149,9 @@ class PrivateTable(PrivateHandle):
             The public cells.
         cliques : sequence of sequence of int
             The candidates.
-        estimates : sequence of numpy.ndarray
-            Public (post-processed) estimates of each candidate's marginal, in its (compressed) shape.
+        estimates : sequence of numpy.ndarray, or numpy.ndarray
+            Public (post-processed) estimates of each candidate's marginal, in its (compressed) shape; or one
+            1-D array of every candidate's cells, candidate after candidate (C order).
         rho : float or None
             Cost; ``None`` (non-private) takes the argmax.
         weights, penalties : sequence of float, optional
@@ -163,19 +166,24 @@ class PrivateTable(PrivateHandle):
         int
             Index of the chosen candidate.
         """
-        exact, index, groups = [], [], []
-        start = 0
-        for g, clique in enumerate(cliques):
-            sub = None if maps is None else [maps[j] for j in clique]
-            exact.append(self._exact(grid, tuple(clique), sub)[0])
-            index.append(np.arange(start, start + exact[-1].size))
-            groups.append(np.full(exact[-1].size, g))
-            start += exact[-1].size
-        # each candidate marginal is one group: a person is in one of its cells
-        vector = self._vector(np.concatenate(exact), np.concatenate(groups), np.ones(len(cliques)))
         if self.private and rho is None:
             raise ValueError(f"{target}: a private selection needs rho")
-        return vector.select(index, estimates, rho=rho, weights=weights, penalties=penalties, target=target)
+        k = len(cliques)
+        flat, sizes = self._candidate_counts(grid, cliques, maps)
+        if isinstance(estimates, np.ndarray) and estimates.ndim == 1:
+            guess = estimates.astype(float, copy=False)
+        else:
+            guess = np.concatenate([np.asarray(e, dtype=float).reshape(-1) for e in estimates]) if k else np.zeros(0)
+            if not np.array_equal([np.size(e) for e in estimates], sizes):
+                raise ValueError(f"{target}: every estimate must have its clique's cells")
+        if guess.shape != flat.shape:
+            raise ValueError(f"{target}: the estimates must have the candidates' {flat.size} cells")
+        # ||M_r(D) - estimate_r||_1 of every candidate: one person moves one cell of each M_r by 1, hence each
+        # error by at most 1 (triangle inequality): one group per candidate, bound 1
+        errors = np.bincount(np.repeat(np.arange(k), sizes), weights=np.abs(flat - guess), minlength=k)
+        vector = self._vector(errors, np.arange(k), np.ones(k))
+        return vector.select(np.arange(k)[:, None], np.zeros((k, 1)), rho=rho, weights=weights,
+                             penalties=penalties, target=target)
 
     def count(self, *, rho: float | None = None, epsilon: float | None = None,
               target: str = "number of people") -> int:
@@ -251,28 +259,63 @@ class PrivateTable(PrivateHandle):
             self.__codes[key] = (grid, grid.encode(self.__rows))
         return self.__codes[key][1]
 
+    def _candidate_counts(self, grid, cliques, maps) -> tuple[np.ndarray, np.ndarray]:
+        """Exact counts of the candidates, candidate after candidate (flat), and each candidate's number of cells.
+
+        Every clique is counted once per grid and maps; its counts are kept in one flat array on the handle (never
+        returned while private), from which each selection gathers its candidates.
+        """
+        key = (id(grid), None if maps is None else tuple(np.asarray(m).tobytes() for m in maps))
+        store = self.__stores.get(key)
+        if store is None:
+            store = self.__stores[key] = {"at": {}, "parts": [], "end": 0, "flat": np.zeros(0, dtype=np.int64)}
+        at = store["at"]
+        cl = [c if type(c) is tuple else tuple(int(j) for j in c) for c in cliques]
+        for c in cl:
+            if c not in at:
+                flat, shape = self._flat(grid, c, None if maps is None else [maps[j] for j in c])
+                counts = np.bincount(flat, minlength=int(np.prod(shape)))
+                at[c] = (store["end"], counts.size)
+                store["parts"].append(counts)
+                store["end"] += counts.size
+        if store["flat"].size < store["end"]:
+            store["flat"] = np.concatenate([store["flat"], *store["parts"]])
+            store["parts"] = []
+        pos = np.array([at[c] for c in cl], dtype=np.int64).reshape(-1, 2)
+        offsets, sizes = pos[:, 0], pos[:, 1]
+        starts = np.cumsum(sizes) - sizes
+        index = np.repeat(offsets - starts, sizes) + np.arange(int(sizes.sum()))
+        return store["flat"][index], sizes
+
     def _exact(self, grid, clique: tuple[int, ...], maps) -> tuple[np.ndarray, tuple[int, ...]]:
-        """Exact counts of a clique and their shape, counted once (AIM's selections ask every round)."""
+        """Exact counts of a clique and their shape, counted once."""
         key = (id(grid), clique, None if maps is None else tuple(np.asarray(m).tobytes() for m in maps))
         if key not in self.__exact:
             flat, shape = self._flat(grid, clique, maps)
             self.__exact[key] = (np.bincount(flat, minlength=int(np.prod(shape))), shape)
         return self.__exact[key]
 
-    def _flat(self, grid, clique: tuple[int, ...], maps) -> tuple[np.ndarray, tuple[int, ...]]:
-        codes = self._codes(grid)
-        cols, shape = [], []
-        for i, j in enumerate(clique):
-            col = codes[:, j]
-            if maps is not None:
-                col = maps[i][col]
-                shape.append(int(maps[i].max()) + 1)
+    def _column(self, grid, j: int, mapping) -> tuple[np.ndarray, int]:
+        """Column ``j``'s cell of every row (through a public map when given) and its number of cells, kept."""
+        digest = None if mapping is None else np.asarray(mapping).tobytes()
+        key = (id(grid), j, digest)
+        if key not in self.__columns:
+            col = np.ascontiguousarray(self._codes(grid)[:, j], dtype=np.int64)
+            if mapping is None:
+                self.__columns[key] = (col, int(grid.columns[j].n_cells))
             else:
-                shape.append(int(grid.columns[j].n_cells))
-            cols.append(col)
-        flat = np.zeros(codes.shape[0], dtype=np.int64)
-        for col, size in zip(cols, shape):
-            flat = flat * size + col
+                self.__columns[key] = (np.asarray(mapping)[col], int(np.max(mapping)) + 1)
+        return self.__columns[key]
+
+    def _flat(self, grid, clique: tuple[int, ...], maps) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Every row's cell of the clique (C order) and the clique's shape."""
+        flat, shape = None, []
+        for i, j in enumerate(clique):
+            col, size = self._column(grid, j, None if maps is None else maps[i])
+            flat = col if flat is None else flat * size + col
+            shape.append(size)
+        if flat is None:
+            flat = np.zeros(self._codes(grid).shape[0], dtype=np.int64)
         return flat, tuple(shape)
 
     def _counts(self, exact: np.ndarray) -> PrivateVector:

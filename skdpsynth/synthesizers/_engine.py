@@ -108,7 +108,8 @@ def pool(cohorts: Sequence[Sequence[Measurement]]) -> list[Measurement]:
 
 
 def fit_model(measurements: Sequence[Measurement], sizes: np.ndarray, total: float, *,
-              tree: JunctionTree | None = None, model: MarkovModel | None = None, iters: int) -> MarkovModel:
+              tree: JunctionTree | None = None, model: MarkovModel | None = None,
+              potentials: dict[Clique, np.ndarray] | None = None, iters: int) -> MarkovModel:
     """The graphical model closest to the measurements (Private-PGM's weighted least squares); post-processing.
 
     Parameters
@@ -123,6 +124,8 @@ def fit_model(measurements: Sequence[Measurement], sizes: np.ndarray, total: flo
         Default: a junction tree over the measured cliques (the previous model's when it covers them).
     model : MarkovModel, optional
         Warm start (its tree and potentials).
+    potentials : dict of clique to ndarray, optional
+        Warm start without a model (e.g. :func:`._graphical_model.pair_start`); ``model``'s win.
     iters : int
         Most estimation steps.
     """
@@ -130,5 +133,5 @@ def fit_model(measurements: Sequence[Measurement], sizes: np.ndarray, total: flo
     if tree is None:
         covered = model is not None and all(model.tree.home(cl) >= 0 for cl in cliques)
         tree = model.tree if covered else build_junction_tree(sizes, cliques)
-    return estimate(tree, list(measurements), total, potentials=None if model is None else model.potentials,
+    return estimate(tree, list(measurements), total, potentials=potentials if model is None else model.potentials,
                     iters=iters)

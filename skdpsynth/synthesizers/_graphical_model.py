@@ -27,9 +27,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from skdpsynth.privacy import project_to_simplex
 from skdpsynth.synthesizers._junction_tree import Clique, JunctionTree
 
-__all__ = ["Measurement", "MarkovModel", "combine", "estimate"]
+__all__ = ["Measurement", "MarkovModel", "combine", "estimate", "pair_start"]
 
 _TINY = 1e-300
 _IPF_MIN_STEP = 0.125  # the shortest IPF-like step tried
@@ -117,34 +118,49 @@ class MarkovModel:
     # -- inference -------------------------------------------------------------------
     def _clique_potentials(self) -> list[np.ndarray]:
         sizes = self.tree.size_tuple
-        tables = [np.zeros([int(sizes[a]) for a in cl]) for cl in self.tree.cliques]
-        for cl, theta in self.potentials.items():
+        cliques = self.tree.cliques
+        tables: list[np.ndarray | None] = [None] * len(cliques)
+        for cl, theta in sorted(self.potentials.items(), key=lambda kv: -len(kv[0])):  # whole-clique tables first
             h = self.homes[cl]
-            tables[h] += theta.reshape(_expand_shape_cached(self.tree.cliques[h], cl, sizes))
-        return tables
+            part = theta.reshape(_expand_shape_cached(cliques[h], cl, sizes))
+            if tables[h] is None:
+                tables[h] = part + np.zeros([sizes[a] for a in cliques[h]]) if len(cl) < len(cliques[h]) else (
+                    part.astype(float, copy=True))
+            else:
+                tables[h] = tables[h] + part
+        return [np.zeros([sizes[a] for a in cl]) if t is None else t for cl, t in zip(cliques, tables)]
 
     def _calibrate(self) -> list[np.ndarray]:
-        """Sum-product in log space: upward messages, then marginals from the root down."""
+        """Sum-product: upward messages (log space between cliques), then marginals from the root down.
+
+        Each clique's belief is exponentiated once, relative to its largest cell; the message to the parent is
+        its sum over the attributes outside the separator, added to the parent in log space (no underflow
+        however many children); going down, ``mu_i = belief_i * mu_parent(S) / message_i(S)``.
+        """
         tree, sizes = self.tree, self.tree.size_tuple
-        up = self._clique_potentials()
-        msg: list[np.ndarray | None] = [None] * len(up)
+        logs = self._clique_potentials()
+        belief: list[np.ndarray | None] = [None] * len(logs)
+        msg: list[np.ndarray | None] = [None] * len(logs)
         for i in reversed(tree.order):
+            t = logs[i]
+            top = t.max()
+            belief[i] = np.exp(t - top) if np.isfinite(top) else np.ones_like(t)
             p = tree.parent[i]
             if p >= 0:
-                msg[i] = _logsumexp(up[i], _axes_not_in(tree.cliques[i], tree.separators[i]))
-                up[p] = up[p] + msg[i].reshape(_expand_shape_cached(tree.cliques[p], tree.separators[i], sizes))
-        out: list[np.ndarray | None] = [None] * len(up)
+                axes = _axes_not_in(tree.cliques[i], tree.separators[i])
+                msg[i] = belief[i].sum(axis=axes) if axes else belief[i]
+                logs[p] = logs[p] + np.log(np.maximum(msg[i], _TINY)).reshape(
+                    _expand_shape_cached(tree.cliques[p], tree.separators[i], sizes))
+        out: list[np.ndarray | None] = [None] * len(logs)
         for i in tree.order:
             p = tree.parent[i]
-            cl = tree.cliques[i]
             if p < 0:
-                log_mu = up[i] - _logsumexp(up[i], tuple(range(up[i].ndim))) + math.log(max(self.total, _TINY))
+                out[i] = belief[i] * (max(self.total, _TINY) / belief[i].sum())
             else:
                 sep = tree.separators[i]
                 above = out[p].sum(axis=_axes_not_in(tree.cliques[p], sep))
-                shape = _expand_shape_cached(cl, sep, sizes)
-                log_mu = up[i] + (np.log(np.maximum(above, _TINY)) - msg[i]).reshape(shape)
-            out[i] = np.exp(log_mu)
+                ratio = above / np.maximum(msg[i], _TINY)
+                out[i] = belief[i] * ratio.reshape(_expand_shape_cached(tree.cliques[i], sep, sizes))
         return out
 
     def project(self, clique: Clique) -> np.ndarray | None:
@@ -374,3 +390,48 @@ def estimate(tree: JunctionTree, measurements: list[Measurement], total: float, 
             break
         model, loss, mu = trial, new_loss, new_mu
     return model
+
+
+def pair_start(tree: JunctionTree, measurements: list[Measurement], total: float, *, rake: int = 10,
+               floor: float = 1e-3) -> dict[Clique, np.ndarray]:
+    """Log-potentials close to the measurements of a tree of pairs (a warm start for :func:`estimate`).
+
+    Every attribute's counts are the inverse-variance mean of its own 1-way measurement and of the margins of the
+    measured pairs holding it, projected onto ``{x >= 0, sum x = total}``. Each tree clique that is a measured
+    pair gets its table projected the same way (plus ``floor`` of the mean cell, so no cell is impossible),
+    raked ``rake`` times to those 1-way counts, and enters as the log of its conditional given its separator
+    (the root as its log counts): the model then holds each raked table. Other cliques start at zero.
+    Post-processing of the measurements.
+    """
+    sizes = tree.size_tuple
+    parts: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for m in measurements:
+        var = np.broadcast_to(np.asarray(m.variance, float), m.counts.shape)
+        counts = np.asarray(m.counts, float)
+        for k, a in enumerate(m.clique):
+            if len(m.clique) <= 2:
+                other = tuple(i for i in range(len(m.clique)) if i != k)
+                parts.setdefault(a, []).append((counts.sum(axis=other), var.sum(axis=other)))
+    one: dict[int, np.ndarray] = {}
+    for a, pieces in parts.items():
+        weights = [1.0 / np.maximum(v, 1e-12) for _, v in pieces]
+        mean = sum(w * y for w, (y, _) in zip(weights, pieces)) / sum(weights)
+        one[a] = project_to_simplex(mean, total)
+    measured = {m.clique: m for m in measurements}
+    out: dict[Clique, np.ndarray] = {}
+    for i in tree.order:
+        cl = tree.cliques[i]
+        if len(cl) != 2 or cl not in measured:
+            continue
+        y = np.asarray(measured[cl].counts, float)
+        table = project_to_simplex(y.ravel(), total).reshape(y.shape) + floor * total / y.size
+        rows, cols = one[cl[0]], one[cl[1]]
+        for _ in range(rake):
+            table *= (rows / np.maximum(table.sum(axis=1), _TINY))[:, None]
+            table *= (cols / np.maximum(table.sum(axis=0), _TINY))[None, :]
+        log_t = np.log(np.maximum(table, _TINY))
+        sep = tree.separators[i]
+        if sep:
+            log_t = log_t - _logsumexp(log_t, _axes_not_in(cl, sep)).reshape(_expand_shape(cl, sep, sizes))
+        out[cl] = log_t
+    return out

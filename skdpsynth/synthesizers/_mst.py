@@ -14,17 +14,17 @@ import numpy as np
 from skdpsynth._grid import PublicGrid
 from skdpsynth.base import BaseTabularSynthesizer, FitContext
 from skdpsynth.exceptions import PrivacyBudgetError
-from skdpsynth.privacy import BudgetRecord, approx_dp_to_zcdp
-from skdpsynth.synthesizers._aim_selection import model_answers
+from skdpsynth.privacy import BudgetRecord, approx_dp_to_zcdp, project_to_simplex
 from skdpsynth.synthesizers._compression import Compression
 from skdpsynth.synthesizers._decoding import FineDecoder
 from skdpsynth.synthesizers._engine import MarginalEngine, fit_model, pool, size_estimate
-from skdpsynth.synthesizers._graphical_model import Measurement
+from skdpsynth.synthesizers._graphical_model import Measurement, pair_start
+from skdpsynth.synthesizers._junction_tree import build_junction_tree
 from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["MSTSynthesizer"]
 
-_ITERS = 150  # estimation steps (as AIM's max_iters)
+_ITERS = 40  # estimation steps from the warm start (pair_start)
 
 
 def budget_split(rho: float, d: int, select: bool) -> tuple[float, float, float]:
@@ -69,8 +69,11 @@ class MSTSynthesizer(BaseTabularSynthesizer):
        (``rho / 3``).
     4. Estimate the graphical model closest to every measurement (Private-PGM's
        inverse-variance weighted least squares on the tree's junction tree, the
-       estimate AIM uses; :func:`._engine.fit_model`) and sample it clique by
-       clique; merged cells are decoded by their noisy 1-way proportions.
+       estimate AIM uses; :func:`._engine.fit_model`), started from the
+       measured pair tables projected and raked to the combined 1-way counts
+       (:func:`._graphical_model.pair_start`, post-processing), and sample it
+       clique by clique; merged cells are decoded by their noisy 1-way
+       proportions.
     5. Binned columns (continuous, datetime, wide integer ranges) are decoded
        inside their bin from a DP 1-way marginal on a finer public grid
        (``decode_share`` of the budget; :mod:`._decoding`): point masses at the
@@ -241,7 +244,11 @@ class MSTSynthesizer(BaseTabularSynthesizer):
             self.two_way_counts_[e] = self.two_way_counts_[e] + meas[-1].counts
         self.cohort_measurements_.append(meas)
         pooled = pool(self.cohort_measurements_)
-        self.model_ = fit_model(pooled, self.compression_.sizes, size_estimate(pooled), iters=_ITERS)
+        total = size_estimate(pooled)
+        sizes = self.compression_.sizes
+        tree = build_junction_tree(sizes, sorted({m.clique for m in pooled}, key=lambda c: (len(c), c)))
+        self.model_ = fit_model(pooled, sizes, total, tree=tree, potentials=pair_start(tree, pooled, total),
+                                iters=_ITERS)
 
     def _select(self, engine: MarginalEngine, one_way: list[Measurement], rho_step: float | None):
         """Kruskal with exponential-mechanism steps (exact argmax when not private); returns the edges.
@@ -250,18 +257,22 @@ class MSTSynthesizer(BaseTabularSynthesizer):
         independent estimate from the noisy 1-way marginals (a public model).
         """
         d = len(one_way)
-        # as AIM's first model: a tenth of the steps (1-way cliques apart, the fit is quick)
-        independent = fit_model(one_way, self.compression_.sizes, size_estimate(one_way), iters=_ITERS // 10)
+        # the independent model of the noisy 1-way marginals: each projected onto the counts summing to the
+        # estimated number of people; a pair's estimate is the outer product of its two columns' shares
+        total = size_estimate(one_way)
+        shares = [project_to_simplex(np.asarray(m.counts, float), total) / total for m in one_way]
         pairs = [(a, b) for a in range(d) for b in range(a + 1, d)]
-        estimates = model_answers(independent, pairs, 0, None)
-        component = list(range(d))
+        estimates = total * np.concatenate([np.outer(shares[a], shares[b]).ravel() for a, b in pairs])
+        cells = np.array([shares[a].size * shares[b].size for a, b in pairs])
+        ends = np.array(pairs)
+        component = np.arange(d)
         chosen = []
         for step in range(d - 1):
-            open_pairs = [p for p in pairs if component[p[0]] != component[p[1]]]
-            pick = open_pairs[engine.select(open_pairs, [estimates[p] for p in open_pairs], rho=rho_step,
-                                            target=f"MST tree selection step {step + 1}")]
-            old, new = component[pick[0]], component[pick[1]]
-            component = [new if c == old else c for c in component]
+            open_ = component[ends[:, 0]] != component[ends[:, 1]]
+            index = np.flatnonzero(open_)
+            pick = pairs[index[engine.select([pairs[i] for i in index], estimates[np.repeat(open_, cells)],
+                                             rho=rho_step, target=f"MST tree selection step {step + 1}")]]
+            component[component == component[pick[0]]] = component[pick[1]]
             chosen.append(pick)
         return chosen
 
