@@ -8,6 +8,7 @@ others are rewritten or refused). ``python -m benchmarks.report`` reads these fi
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import hashlib
 import json
@@ -87,17 +88,89 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+#: the environment variable naming the file where every process of one benchmark run logs the repository
+#: modules it imports (worker processes inherit it, so their imports count for the run's results)
+IMPORT_LOG_ENV = "SKDPSYNTH_BENCHMARK_IMPORT_LOG"
+_BENCHMARK_MODULES = frozenset(path.stem for path in Path(__file__).resolve().parent.glob("*.py"))
+
+
+def _repo_module(name: str) -> bool:
+    top = name.split(".")[0]
+    return top in DEPEND_DIRS or top in _BENCHMARK_MODULES
+
+
+class _ImportLog:
+    """A meta-path finder that finds nothing and appends each repository module's name to the run's log."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.seen: set[str] = set()
+
+    def log(self, names: Iterable[str]) -> None:
+        new = [n for n in names if n not in self.seen and _repo_module(n)]
+        if new:
+            self.seen.update(new)
+            try:
+                with open(self.path, "a") as fh:  # one short append per import: atomic across processes
+                    fh.write("".join(f"{n}\n" for n in new))
+            except OSError:
+                pass
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        self.log([fullname])
+        return None
+
+
+def _install_import_log() -> None:
+    """Log this process's repository imports to the run's file (made by the first process of the run)."""
+    path = os.environ.get(IMPORT_LOG_ENV)
+    if not path:
+        fd, path = tempfile.mkstemp(prefix="skdpsynth-imports-", suffix=".txt")
+        os.close(fd)
+        os.environ[IMPORT_LOG_ENV] = path
+        owner = os.getpid()
+        atexit.register(lambda: os.getpid() == owner and Path(path).unlink(missing_ok=True))
+    if not any(isinstance(f, _ImportLog) for f in sys.meta_path):
+        finder = _ImportLog(path)
+        finder.log(list(sys.modules))
+        sys.meta_path.insert(0, finder)
+
+
+_install_import_log()
+
+
+def _module_file(name: str) -> Path | None:
+    """The file of a repository module named ``name`` (without importing it)."""
+    module = sys.modules.get(name)
+    if getattr(module, "__file__", None):
+        return Path(module.__file__).resolve()
+    parts = name.split(".")
+    base = ROOT.joinpath(*parts) if parts[0] in DEPEND_DIRS else ROOT / "benchmarks" / Path(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def loaded_dependencies(extra: Iterable[str | Path] = ()) -> dict[str, str]:
-    """``{repo-relative path: sha256}`` of this repository's modules loaded now, plus ``extra`` files.
+    """``{repo-relative path: sha256}`` of this repository's modules the run has loaded, plus ``extra`` files.
 
     A module counts when its file lies under one of :data:`DEPEND_DIRS` of this repository (the running
-    script, ``__main__``, included); modules loaded from elsewhere (an installed or exported older copy) do not.
+    script, ``__main__``, included) and it was loaded by this process or by a worker process of the run (every
+    process that imports this module logs its repository imports to the file named by :data:`IMPORT_LOG_ENV`,
+    which worker processes inherit); modules loaded from elsewhere (an installed or exported older copy) do not.
     """
     files: set[Path] = set()
     for module in list(sys.modules.values()):
         name = getattr(module, "__file__", None)
         if name:
             files.add(Path(name).resolve())
+    log = os.environ.get(IMPORT_LOG_ENV)
+    if log and Path(log).is_file():
+        for name in set(Path(log).read_text().split()):
+            path = _module_file(name)
+            if path is not None:
+                files.add(path)
     files.update(Path(p).resolve() if Path(p).is_absolute() else (ROOT / p).resolve() for p in extra)
     deps = {}
     for path in files:

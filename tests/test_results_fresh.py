@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -110,6 +111,21 @@ def test_write_results_stamps_and_refuses_absolute_paths(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="absolute paths"):
         common.write_results("bad", {"where": "/home/someone/elsewhere.csv"}, "")
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_worker_processes_imports_count_as_dependencies():
+    """A benchmark that fits in worker processes depends on what the workers import, not only the parent."""
+    candidates = [p.stem for p in sorted((ROOT / "benchmarks").glob("_*.py")) if p.stem != "__init__"]
+    unloaded = [n for n in candidates if n not in sys.modules and f"benchmarks.{n}" not in sys.modules]
+    if not unloaded:
+        pytest.skip("every benchmark helper is already imported in this process")
+    name = unloaded[-1]
+    rel = f"benchmarks/{name}.py"
+    assert rel not in common.loaded_dependencies()
+    code = (f"import sys; sys.path[:0] = [{str(ROOT / 'benchmarks')!r}]; import _common; "
+            f"import importlib.util as u; print(u.find_spec({name!r}).origin)")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=120)
+    assert rel in common.loaded_dependencies()  # find_spec alone consults the finders: the worker logged it
 
 
 def test_freshness_sees_a_changed_dependency(tmp_path):
