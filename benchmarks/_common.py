@@ -130,7 +130,7 @@ def _install_import_log() -> None:
         os.environ[IMPORT_LOG_ENV] = path
         owner = os.getpid()
         atexit.register(lambda: os.getpid() == owner and Path(path).unlink(missing_ok=True))
-    if not any(isinstance(f, _ImportLog) for f in sys.meta_path):
+    if not any(type(f).__name__ == "_ImportLog" for f in sys.meta_path):  # one per process, however imported
         finder = _ImportLog(path)
         finder.log(list(sys.modules))
         sys.meta_path.insert(0, finder)
