@@ -749,7 +749,9 @@ RERUN: dict[str, str] = {
     "npgc_utility.json": "python benchmarks/npgc_reference.py --utility --seeds 10",
     "regeneration_n10000.json": "python benchmarks/regeneration.py --rows 10000 --methods skdpsynth "
                                 "--name regeneration_n10000",
-    "regeneration.json": "python benchmarks/regeneration.py",
+    "regeneration.json": "python benchmarks/regeneration.py --rows 2000 --methods npgc copula && python "
+                         "benchmarks/regeneration.py --rows 2000 --epochs 5 --generations 4 --methods ctgan tvae "
+                         "--merge",
     "tabular_side_by_side_pgm_jax.json": "python benchmarks/tabular_side_by_side.py (private-pgm AIM, JAX; "
                                          "see the file's report for the options)",
     "tabular_side_by_side_pgm_jax_adult.json": "python benchmarks/tabular_side_by_side.py --datasets adult "
