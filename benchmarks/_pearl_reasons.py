@@ -14,6 +14,14 @@ __all__ = ["setup_lines", "differences", "dataset_notes"]
 FULL_COMMAND = "python benchmarks/pearl_grid.py --full --seeds {seeds} --n-jobs {n_jobs}"
 
 
+def _command(quick: bool, seeds: int, n_jobs: int, name: str, datasets: list[str] | None) -> str:
+    if quick:
+        return "python benchmarks/pearl_grid.py --quick"
+    extra = (f" --datasets {' '.join(datasets)}" if datasets else "") + (
+        f" --name {name}" if name != "pearl_grid" else "")
+    return FULL_COMMAND.format(seeds=seeds, n_jobs=n_jobs) + extra
+
+
 def dataset_notes() -> list[str]:
     """One line per dataset: what stands in for the paper's data, sizes, protected attributes."""
     lines = []
@@ -24,14 +32,15 @@ def dataset_notes() -> list[str]:
     return lines
 
 
-def setup_lines(quick: bool, seeds: int, n_jobs: int = 1, name: str = "pearl_grid") -> list[str]:
+def setup_lines(quick: bool, seeds: int, n_jobs: int = 1, name: str = "pearl_grid",
+                datasets: list[str] | None = None) -> list[str]:
     """How the grid was run: datasets, methods, checks, release size, commands."""
     methods = ", ".join(display_name(m) for m in grid_methods("table"))
     seq = ", ".join(display_name(m) for m in grid_methods("sequence"))
     settings = "; ".join(f"{display_name(m)} {v}" for m, v in SETTINGS.items() if v)
     lines = [
         "## How the grid ran", "",
-        f"Regenerate: `{FULL_COMMAND.format(seeds=seeds, n_jobs=n_jobs)}` (`--resume` continues an interrupted "
+        f"Regenerate: `{_command(quick, seeds, n_jobs, name, datasets)}` (`--resume` continues an interrupted "
         f"run from `benchmarks/results/{name}_progress.jsonl`, or adds seeds to a finished one; `--quick` is the "
         "CI smoke run).", "",
         f"Methods: every registered DP synthesizer (skdpsynth.synthesizers._registry) -- tables: {methods}; "

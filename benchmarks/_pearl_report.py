@@ -156,6 +156,11 @@ def _ci(t: dict[str, Any], digits: int = 1) -> str:
     return f"{t['mean']:.{digits}f} [{t['low']:.{digits}f}, {t['high']:.{digits}f}]"
 
 
+def _mean(t: dict[str, Any]) -> str:
+    """The mean alone (settings per seed: the same in every complete seed)."""
+    return "-" if not t or t["mean"] is None else f"{t['mean']:g}"
+
+
 def _pct(w: dict[str, Any] | None) -> str:
     """``k/n = p % [low, high]`` of :func:`wilson`."""
     if not w or w["rate"] is None:
@@ -172,7 +177,7 @@ def _side_by_side(s: dict) -> list[dict]:
     r, per = s["rates"], s.get("failures_per_seed", {})
     n = s["settings_per_seed"]
     rows = [{"": "settings audited", "paper (of 96)": PAPER["settings"],
-             "ours per seed": _ci(n, 0) + (f" x {len(s['seeds'])} seeds" if len(s["seeds"]) > 1 else ""),
+             "ours per seed": _mean(n) + (f" x {len(s['seeds'])} seeds" if len(s["seeds"]) > 1 else ""),
              "ours, rate over all settings": f"{s['audited']} settings"}]
     spec = [("approved", "approved", PAPER["approved"], s["approved_per_seed"], r.get("approved")),
             ("approved (strict: any exact copy fails)", "-", PAPER["approved"], s["approved_strict_per_seed"],
@@ -185,13 +190,15 @@ def _side_by_side(s: dict) -> list[dict]:
              per.get("utility"), r.get("utility")),
             ("failed task (GRU; DKT / SAKT)", "task", PAPER["task"], per.get("task"), r.get("task"))]
     for label, _, paper, t, w in spec:
-        rows.append({"": label, "paper (of 96)": _paper(paper), "ours per seed": _ci(t) if t else "0",
-                     "ours, rate over all settings": _pct(w) if w else "0"})
+        rows.append({"": label, "paper (of 96)": _paper(paper),
+                     "ours per seed": _ci(t) if t else "- (no such check ran)",
+                     "ours, rate over all settings": _pct(w) if w else "-"})
     for label, key, paper in [("failed fairness", "fairness", "not counted (PATE-GAN eps 10: 3 of 5 seeds)"),
                               ("failed validity", "validity", "not reported"),
                               ("failed formal privacy guarantee", "privacy_guarantee", "no such check")]:
-        rows.append({"": label, "paper (of 96)": paper, "ours per seed": _ci(per[key]) if key in per else "0",
-                     "ours, rate over all settings": _pct(r.get(key)) if key in r else "0"})
+        rows.append({"": label, "paper (of 96)": paper,
+                     "ours per seed": _ci(per[key]) if key in per else "- (no such check ran)",
+                     "ours, rate over all settings": _pct(r.get(key)) if key in r else "-"})
     rows.append({"": "a check could not run", "paper (of 96)": "-", "ours per seed": "-",
                  "ours, rate over all settings": f"{len(s['could_not_run'])} settings"})
     return rows
@@ -214,9 +221,14 @@ def _by_dataset(ok: list[dict], s: dict) -> list[dict]:
     for group, paper in PAPER["approved_by_dataset"].items():
         names = [d for d in s["by_dataset"] if GROUP.get(d) == group]
         rs = [r for r in ok if GROUP.get(r["dataset"]) == group]
+        if not rs:
+            out.append({"paper dataset": group, "ours": "- (not in this run)", "settings per seed": "-",
+                        "paper approved": paper, "ours approved per seed": "-", "ours approved, rate": "-",
+                        "strict": "-"})
+            continue
         per = _per_seed(rs, s["seeds"])
         out.append({"paper dataset": group, "ours": ", ".join(names) or "-",
-                    "settings per seed": _ci(t_interval([sum(r["seed"] == x for r in rs) for x in s["seeds"]]), 0),
+                    "settings per seed": _mean(t_interval([sum(r["seed"] == x for r in rs) for x in s["seeds"]])),
                     "paper approved": paper, "ours approved per seed": _ci(per),
                     "ours approved, rate": _pct(wilson(sum(r["approved"] for r in rs), len(rs))),
                     "strict": _pct(wilson(sum(r["approved_strict"] for r in rs), len(rs)))})
@@ -353,7 +365,8 @@ def _timing_lines(rows: list[dict], timing: dict[str, Any]) -> list[str]:
 
 
 def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: bool, seeds: int,
-             timing: dict[str, Any] | None = None, name: str = "pearl_grid", n_jobs: int = 1) -> str:
+             timing: dict[str, Any] | None = None, name: str = "pearl_grid", n_jobs: int = 1,
+             datasets: list[str] | None = None) -> str:
     """The report (written to ``results/NAME.md``)."""
     ok = _ok(rows)
     s = summary
@@ -367,7 +380,7 @@ def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: boo
         "",
         (f"**Grid size: {s['audited']} of {s['planned']} planned settings audited**"
          + ("" if complete else " (a subset: the rest did not finish; `--resume` continues)")
-         + f"; seeds 0-{seeds - 1}, {_ci(s['settings_per_seed'], 0)} settings per seed."
+         + f"; seeds 0-{seeds - 1}, {_mean(s['settings_per_seed'])} settings per seed."
          if not quick else f"**{s['audited']} settings.**"),
         "",
         f"**Approved per seed: {_ci(s['approved_per_seed'])}** ("
@@ -384,7 +397,7 @@ def markdown(rows: list[dict], summary: dict, *, skipped: list[dict], quick: boo
         "",
     ]
     errors = [r for r in rows if r.get("status") != "ok"]
-    parts = head + setup_lines(quick, seeds, n_jobs, name) + [
+    parts = head + setup_lines(quick, seeds, n_jobs, name, datasets) + [
         "## The paper's table and ours, side by side", "", markdown_table(_side_by_side(s)), "",
         "Failures overlap (a release can fail several checks), as in the paper. The paper's 96 settings span its "
         "seeds; ours per seed is one pass over our grid.", "",

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
               "worker_wall_s": sum(r.get("wall_s") or 0.0 for r in rows)}
     n_jobs = invocations[-1]["n_jobs"] if invocations else args.n_jobs  # --report-only: the run's n_jobs
     md = markdown(rows, summary, skipped=skipped, quick=args.quick, seeds=seeds, timing=timing, name=name,
-                  n_jobs=n_jobs)
+                  n_jobs=n_jobs, datasets=args.datasets)
     _load_worker_modules(settings)
     write_results(name, {"summary": summary, "skipped": skipped, "rows": rows, "quick": args.quick,
                          "seeds": seeds, "n_jobs": n_jobs, "timing": timing,
