@@ -43,12 +43,10 @@ from skdpsynth.privacy._noise import NoiseSource
 __all__ = ["Part", "DomainPlan", "DomainRun", "plan_domain", "gaussian_stability_histogram",
            "gaussian_stability_threshold", "discrete_gaussian_tail"]
 
-#: relative weight of each part in the split of the budget (times its number of columns). A category must pass a
-#: release threshold of about 5.5 noise sd (a key held by one person alone passes it with probability delta) and
-#: then some, where a column's bins are read through a noisy CDF: on 500-person tables at epsilon 1, categories at
-#: 2.5 keep more of the categories held by 20% of the people at every domain_share tried, with no more refusals
-#: for the numeric columns (benchmarks/partition_selection.py)
-WEIGHTS = {"bins": 1.0, "categories": 2.5, "codes": 0.5, "tail": 0.5}
+#: relative weight of each part in the split of the budget (times its number of columns). Categories at 2.5 kept
+#: more of the categories held by a fifth of 500 people at every domain_share tried, but made 500-person tables
+#: of three numeric columns refuse at epsilon 1 (their bins need more people than the noisy count shows): kept at 1.5
+WEIGHTS = {"bins": 1.0, "categories": 1.5, "codes": 0.5, "tail": 0.5}
 #: share of the domain budget spent on the count of people (rho in zCDP mode, epsilon otherwise)
 COUNT_SHARE = {"zcdp": 0.03, "approx": 0.15, "pure": 0.15}
 #: share of what the count leaves spent on the columns' kinds, when they are measured (no schema)
