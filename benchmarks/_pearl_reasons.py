@@ -83,9 +83,15 @@ def _count(ok: list[dict], pred) -> int:
     return sum(1 for r in ok if pred(r))
 
 
+def _seed(s: dict, check: str) -> str:
+    """A check's failures per seed: mean [95 % t interval] (the count itself for one seed)."""
+    return _ci_text((s.get("failures_per_seed") or {}).get(check)) if (s.get("failures_per_seed") or {}).get(
+        check) else "0"
+
+
 def _fails_where(ok: list[dict], check: str) -> str:
     by = Counter(r["dataset"] for r in ok if check in r["failed_checks"])
-    return ", ".join(f"{d} {n}" for d, n in sorted(by.items())) or "none"
+    return (", ".join(f"{d} {n}" for d, n in sorted(by.items())) + " (all seeds)") if by else "none"
 
 
 def _missing_methods(s: dict) -> str:
@@ -202,11 +208,13 @@ def differences(ok: list[dict], s: dict, skipped: list[dict]) -> list[str]:
         f"- **Approved ({_ci_text(s.get('approved_per_seed'))} per seed vs 12 of 96).** Ours counts fairness "
         "towards approval (pearl_checks with "
         f"protected attributes); read as the paper's abstract does (validity, privacy, utility and task decide; "
-        f"fairness is analysed beside them), {no_fair} of ours pass. The strict copy rule approves "
-        f"{s['approved_strict']} ({strict_only} approved releases contain a verbatim training record). Approved: "
+        f"fairness is analysed beside them), {no_fair} of our {n} settings (all seeds) pass. The strict copy rule "
+        f"approves {s['approved_strict']} of {n} ({strict_only} approved releases contain a verbatim training "
+        "record). Approved, over all seeds: "
         + (", ".join(f"{d} {m} x{c}" for (d, m), c in sorted(Counter((r["dataset"], r["display"]) for r in ok
                                                                     if r["approved"]).items())) or "none") + ".",
-        f"- **Privacy ({f.get('privacy', 0)} ours, {s['strict_privacy_failures']} strict, vs 45).** Our rule fails "
+        f"- **Privacy ({_seed(s, 'privacy')} ours, {_seed(s, 'strict_privacy')} strict, per seed, vs 45 of 96).** "
+        "Our rule fails "
         "a release only when members are copied more often than equally likely non-members (or AUC > 0.55); the "
         "paper fails any exact copy. On low-entropy tables real people share rows, so correct DP releases "
         "reproduce real rows by chance: releases failing only the strict rule, by dataset: "
@@ -216,12 +224,14 @@ def differences(ok: list[dict], s: dict, skipped: list[dict]) -> list[str]:
            "(about 0.06 at chance) is larger than the 0.05 margin: a correct DP release fails by chance"
            if any(r["dataset"] == "uci_hesp" and "privacy" in r["failed_checks"] for r in ok) else "")
         + ". The paper's releases were presumably sampled at the training size; ours at the DP size estimate.",
-        f"- **Utility ({f.get('utility', 0)} vs 34).** The paper's TSTR/TRTR threshold is not published; ours is "
+        f"- **Utility ({_seed(s, 'utility')} per seed vs 34 of 96).** The paper's TSTR/TRTR threshold is "
+        "not published; ours is "
         "0.8 (documented default), and our floor is the larger of the majority-class and chance macro-F1, so a "
         "release that only guesses fails. By dataset: " + _fails_where(ok, "utility") + ". UCI 856 (101 training "
         "rows, 8 grades, 44 holdout rows) fails nearly everywhere, as in the paper (no UCI 856 release approved). "
         + _ratio_sensitivity(ok),
-        f"- **Task ({s['task_failures']} vs 12).** The paper's 12 task failures are its knowledge-tracing releases "
+        f"- **Task ({_seed(s, 'task')} per seed vs 12 of 96).** The paper's 12 task failures are its "
+        "knowledge-tracing releases "
         "(2 datasets x 2 methods x 3 budgets: DKT and SAKT learned nothing). Our DP-Markov chains run over the "
         "joint (skill, correct) state, so they keep the paired skill-correctness information the paper's DP-Markov "
         "lacked; DP-HistSeq draws (skill, correct) pairs i.i.d., which still carries each skill's correct rate. "
@@ -230,13 +240,15 @@ def differences(ok: list[dict], s: dict, skipped: list[dict]) -> list[str]:
         "ASSISTments data: BKT with 10 skills. Sequence-task failures: "
         f"{_fails_where(ok, 'sequence_task')}; knowledge-tracing failures: {_fails_where(ok, 'knowledge_tracing')}.",
         _sequence_reason(ok),
-        f"- **Fairness ({f.get('fairness', 0)}).** On the paper's attributes with an at-risk class (Dropout, "
+        f"- **Fairness ({_seed(s, 'fairness')} per seed).** On the paper's attributes with an at-risk class (Dropout, "
         "Withdrawn, GRADE 0); UCI 856's holdout has too few failing students (< 10 per group) for the check to apply. "
         "By dataset: " + _fails_where(ok, "fairness") + ". " + _real_fairness(ok)
         + " The paper reports fairness beside approval (PATE-GAN at epsilon 10: 3 of 5 seeds); ours counts it.",
-        f"- **Formal guarantee ({f.get('privacy_guarantee', 0)} failures).** A check the paper does not have: every "
+        f"- **Formal guarantee ({f.get('privacy_guarantee', 0)} failures in {n} settings).** A check the paper "
+        "does not have: every "
         "release here is fitted with fresh secure noise within epsilon <= 10, delta <= 1e-5, so none fails it; a "
         "non-private or reproducible-noise release would.",
-        f"- **Validity ({f.get('validity', 0)}).** Every synthesizer decodes onto the public schema or vocabulary.",
+        f"- **Validity ({f.get('validity', 0)} failures in {n} settings).** Every synthesizer decodes onto the "
+        "public schema or vocabulary.",
     ]
     return lines
