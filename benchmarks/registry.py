@@ -557,7 +557,9 @@ def _pearl_per_seed(count: Callable[[dict[str, Any]], bool], dataset: str | None
         seeds = sorted({int(r["seed"]) for r in rows})
         rows = [r for r in rows if dataset is None or r["dataset"] == dataset]
         value = mean_ci([sum(bool(count(r)) for r in rows if int(r["seed"]) == s) for s in seeds])
-        return value if interval else Value(value.value)
+        if not interval or value.low is None:
+            return Value(value.value)
+        return Value(value.value, max(0.0, value.low), value.high, "ci")  # a count: the t interval clipped at 0
     return read
 
 
