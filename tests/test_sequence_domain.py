@@ -65,7 +65,7 @@ def test_oulad_vocabulary_discovered_at_epsilon_one_with_gaussian(data_dir, oula
 @pytest.mark.usefixtures("reproducible_noise")
 def test_oulad_defaults_discover_common_types_with_the_outcome_codebook(data_dir, oulad_aaa):
     """Issue 24: the stability histogram refused here (a state needed about 808 learners); the weighted partition
-    selection, at the default domain_share 0.2, needs about 133 * sqrt(d) learners who visit d states each
+    selection, at the default domain_share 0.2, needs about 116 * sqrt(d) learners who visit d states each
     (benchmarks/partition_selection.py: 6-7 of the 7 common types per fit)."""
     table, most = oulad_aaa
     outcomes = {"final_result": {"kind": "categorical", "nullable": False,
@@ -88,7 +88,7 @@ def test_oulad_defaults_discover_common_types_with_the_outcome_codebook(data_dir
 @pytest.mark.realdata
 @pytest.mark.usefixtures("reproducible_noise")
 def test_oulad_small_domain_share_with_estimated_outcomes_refuses_and_names_what_works(data_dir, oulad_aaa):
-    # the vocabulary's half of a 0.1 slice: a state needs a weight of about 520, the common types gather about 270
+    # the vocabulary's half of a 0.1 slice: a state needs a weight of about 320, the common types gather about 270
     table, _ = oulad_aaa
     est = DPMarkovSynthesizer(epsilon=1.0, delta=1e-6, **OULAD, domain_share=0.1, random_state=0)
     with pytest.raises(SchemaError, match="mechanism='gaussian'") as err:
