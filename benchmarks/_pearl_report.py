@@ -361,7 +361,11 @@ def _timing_lines(rows: list[dict], timing: dict[str, Any]) -> list[str]:
     runs = "; ".join(f"{r['date']} on {r.get('cpus')} CPUs, n_jobs {r.get('n_jobs')}, {r['settings_run']} settings "
                      f"in {r['wall_s'] / 60:.1f} min (commit {str(r.get('commit'))[:10]}, 1-min load at the end "
                      f"{r.get('load_1min_at_end')})" for r in inv)
-    return [f"**Wall time: {timing['wall_s'] / 60:.1f} min** over {len(inv)} invocation(s): {runs}. The audited "
+    changed = timing.get("code_changed_since_run") or []
+    warn = ([f"**Warning: {len(changed)} file(s) that the run imported changed after it** ("
+             + ", ".join(f"`{c}`" for c in changed[:8]) + (", ..." if len(changed) > 8 else "")
+             + "): these rows describe the code of the run, not the code as it is now.", ""] if changed else [])
+    return warn + [f"**Wall time: {timing['wall_s'] / 60:.1f} min** over {len(inv)} invocation(s): {runs}. The audited "
             f"settings took {timing['worker_cpu_s'] / 60:.1f} min of worker CPU time and "
             f"{timing['worker_wall_s'] / 60:.1f} min of worker wall time."]
 

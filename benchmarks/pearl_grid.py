@@ -42,7 +42,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, SHARED_DATA, _git, measure, relative_paths, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    SHARED_DATA,
+    _git,
+    loaded_dependencies,
+    measure,
+    relative_paths,
+    sha256,
+    write_results,
+)
 from _grid_runner import run_grid  # noqa: E402
 from _pearl_data import SCENARIOS, load_scenario  # noqa: E402
 from _pearl_methods import (  # noqa: E402
@@ -199,6 +209,11 @@ def _load_worker_modules(settings: list[dict]) -> None:
         load_method(method)
 
 
+def _cost(setting: dict) -> float:
+    """The expected CPU seconds of a setting (quick mode: all alike, its tiny settings are not measured)."""
+    return 1.0 if setting.get("quick") else expected_cpu_s(setting["dataset"], setting["method"])
+
+
 def _clock(seconds: float) -> str:
     return f"{int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:{int(seconds % 60):02d}"
 
@@ -212,7 +227,7 @@ class _Progress:
 
     def __init__(self, todo: list[dict], path: Path) -> None:
         self.path, self.total, self.done = path, len(todo), 0
-        self.expected_left = sum(expected_cpu_s(s["dataset"], s["method"]) for s in todo)
+        self.expected_left = sum(map(_cost, todo))
         self.expected_done = 0.0
         self.start = time.perf_counter()
 
@@ -220,7 +235,7 @@ class _Progress:
         with self.path.open("a") as fh:
             fh.write(json.dumps(stored(row), default=str) + "\n")
         self.done += 1
-        cost = expected_cpu_s(row["dataset"], row["method"])
+        cost = _cost(row)
         self.expected_done += cost
         self.expected_left -= cost
         elapsed = time.perf_counter() - self.start
@@ -284,7 +299,8 @@ def main(argv: list[str] | None = None) -> None:
         record = {"status": "invocation", "commit": _git("rev-parse", "HEAD"),
                   "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "settings_run": len(new),
                   "wall_s": wall, "cpu_s": sum(r.get("cpu_s") or 0.0 for r in new), "n_jobs": args.n_jobs,
-                  "cpus": os.cpu_count(), "load_1min_at_end": round(os.getloadavg()[0], 1)}
+                  "cpus": os.cpu_count(), "load_1min_at_end": round(os.getloadavg()[0], 1),
+                  "depends": loaded_dependencies()}  # every repository module the run's processes imported
         with progress.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
         invocations.append(record)
@@ -292,9 +308,17 @@ def main(argv: list[str] | None = None) -> None:
     position = {setting_key(s): i for i, s in enumerate(canonical)}
     rows = sorted(done, key=lambda r: position[setting_key(r)])
     summary = summarise(rows, planned=len(settings), plan=settings)
-    timing = {"invocations": invocations, "wall_s": sum(r["wall_s"] for r in invocations),
+    ran_on = {path: digest for r in invocations for path, digest in (r.get("depends") or {}).items()}
+    changed = sorted(path for path, digest in ran_on.items()
+                     if not (ROOT / path).is_file() or sha256(ROOT / path) != digest)
+    timing = {"invocations": [{k: v for k, v in r.items() if k != "depends"} for r in invocations],
+              "wall_s": sum(r["wall_s"] for r in invocations),
               "worker_cpu_s": sum(r.get("cpu_s") or 0.0 for r in rows),
-              "worker_wall_s": sum(r.get("wall_s") or 0.0 for r in rows)}
+              "worker_wall_s": sum(r.get("wall_s") or 0.0 for r in rows),
+              "code_changed_since_run": changed}
+    if changed:
+        print(f"warning: {len(changed)} file(s) the run imported changed since: {', '.join(changed[:5])}",
+              flush=True)
     n_jobs = invocations[-1]["n_jobs"] if invocations else args.n_jobs  # --report-only: the run's n_jobs
     md = markdown(rows, summary, skipped=skipped, quick=args.quick, seeds=seeds, timing=timing, name=name,
                   n_jobs=n_jobs, datasets=args.datasets)
@@ -302,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     write_results(name, {"summary": summary, "skipped": skipped, "rows": rows, "quick": args.quick,
                          "seeds": seeds, "n_jobs": n_jobs, "timing": timing,
                          "ledgers": "scratch (not kept): " + str(ledgers) if args.ledger_dir is None
-                         else str(ledgers)}, md)
+                         else str(ledgers)}, md, depends=sorted(ran_on))  # --report-only: the run's modules
     print(md)
 
 
