@@ -249,7 +249,7 @@ OULAD_LABELS = {"final_result": {"kind": "categorical", "nullable": False,
 
 
 def _oulad_settings(vocab: list) -> list[tuple[str, dict]]:
-    return [("defaults (geometric, domain_share=0.1)", {}),
+    return [("defaults (geometric, domain_share='auto': 0.2)", {}),
             ("domain_share=0.3", {"domain_share": 0.3}),
             ("mechanism='gaussian'", {"mechanism": "gaussian"}),
             ("mechanism='gaussian', label categories public (schema=)", {"mechanism": "gaussian",
@@ -327,9 +327,11 @@ NOTES = [
     "* UCI HESP has 145 students and 31 columns: below what the estimate needs at epsilon 5 (about 170-230 "
     "people per column); it refuses cleanly. The 649-row student table fits at epsilon 5.",
     "* OULAD AAA (735 learners, 9 activity types, 7 of them visited by at least half the learners): with "
-    "DP-Markov's defaults (pure geometric model, domain_share 0.1 split between the vocabulary and the label "
-    "domain: epsilon 0.05 each) no vocabulary can be released; the refusal is clean (only a noisy count) and "
-    "names the settings that would work for the learners counted (mechanism='gaussian', with or without the "
+    "DP-Markov's defaults (pure geometric model, domain_share 'auto' = 0.2) the vocabulary and the label domain "
+    "are charged in zCDP at half the domain's delta and converted once (half the rho each); the model stays pure. "
+    "Before that (and before the weighted partition selection) the defaults, then domain_share 0.1 split into "
+    "two (epsilon 0.05, delta / 2) releases, refused cleanly (only a noisy count), naming the settings that "
+    "would work (mechanism='gaussian', with or without the "
     "outcome categories as schema=; a larger domain_share; vocabulary=). With mechanism='gaussian' the "
     "vocabulary and the label domain compose in zCDP with the model (the sequence base passes the model's "
     "planned records as `later=`). 'threshold' is the noisy count of learners a state needs; 'transition_tv' the "
