@@ -267,22 +267,27 @@ class PrivateTable(PrivateHandle):
         """
         key = (id(grid), None if maps is None else tuple(np.asarray(m).tobytes() for m in maps))
         store = self.__stores.get(key)
-        if store is None:
-            store = self.__stores[key] = {"at": {}, "parts": [], "end": 0, "flat": np.zeros(0, dtype=np.int64)}
+        if store is None:  # flat counts; per clique its number in "at", and its offset and size at that number
+            store = self.__stores[key] = {"at": {}, "parts": [], "flat": np.zeros(0, dtype=np.int64),
+                                          "offset": [], "size": [], "offsets": None, "sizes": None}
         at = store["at"]
-        cl = [c if type(c) is tuple else tuple(int(j) for j in c) for c in cliques]
-        for c in cl:
-            if c not in at:
-                flat, shape = self._flat(grid, c, None if maps is None else [maps[j] for j in c])
-                counts = np.bincount(flat, minlength=int(np.prod(shape)))
-                at[c] = (store["end"], counts.size)
-                store["parts"].append(counts)
-                store["end"] += counts.size
-        if store["flat"].size < store["end"]:
+        try:
+            number = np.fromiter(map(at.__getitem__, cliques), dtype=np.int64, count=len(cliques))
+        except (KeyError, TypeError):  # a clique not counted yet, or not given as a tuple
+            cliques = [tuple(int(j) for j in c) for c in cliques]
+            for c in cliques:
+                if c not in at:
+                    flat, shape = self._flat(grid, c, None if maps is None else [maps[j] for j in c])
+                    counts = np.bincount(flat, minlength=int(np.prod(shape)))
+                    at[c] = len(store["size"])
+                    store["offset"].append(sum(store["size"][-1:]) + sum(store["offset"][-1:]))
+                    store["size"].append(counts.size)
+                    store["parts"].append(counts)
             store["flat"] = np.concatenate([store["flat"], *store["parts"]])
             store["parts"] = []
-        pos = np.array([at[c] for c in cl], dtype=np.int64).reshape(-1, 2)
-        offsets, sizes = pos[:, 0], pos[:, 1]
+            store["offsets"], store["sizes"] = np.array(store["offset"]), np.array(store["size"])
+            number = np.fromiter(map(at.__getitem__, cliques), dtype=np.int64, count=len(cliques))
+        offsets, sizes = store["offsets"][number], store["sizes"][number]
         starts = np.cumsum(sizes) - sizes
         index = np.repeat(offsets - starts, sizes) + np.arange(int(sizes.sum()))
         return store["flat"][index], sizes

@@ -392,16 +392,17 @@ def estimate(tree: JunctionTree, measurements: list[Measurement], total: float, 
     return model
 
 
-def pair_start(tree: JunctionTree, measurements: list[Measurement], total: float, *, rake: int = 10,
+def pair_start(tree: JunctionTree, measurements: list[Measurement], total: float, *, rake: int = 4,
                floor: float = 1e-3) -> dict[Clique, np.ndarray]:
     """Log-potentials close to the measurements of a tree of pairs (a warm start for :func:`estimate`).
 
     Every attribute's counts are the inverse-variance mean of its own 1-way measurement and of the margins of the
     measured pairs holding it, projected onto ``{x >= 0, sum x = total}``. Each tree clique that is a measured
-    pair gets its table projected the same way (plus ``floor`` of the mean cell, so no cell is impossible),
-    raked ``rake`` times to those 1-way counts, and enters as the log of its conditional given its separator
-    (the root as its log counts): the model then holds each raked table. Other cliques start at zero.
-    Post-processing of the measurements.
+    pair gets a table with those margins, the closer (least squares) to its measurement of two: the measured
+    table's least-squares correction to the margins, or its projection onto ``{x >= 0, sum x = total}``, each
+    at least ``floor`` of the mean cell (no cell impossible) and raked ``rake`` times to the margins. A table
+    enters as the log of its conditional given the clique's separator (the root as its log counts), so the
+    model holds each table. Other cliques start at zero. Post-processing of the measurements.
     """
     sizes = tree.size_tuple
     parts: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -424,14 +425,30 @@ def pair_start(tree: JunctionTree, measurements: list[Measurement], total: float
         if len(cl) != 2 or cl not in measured:
             continue
         y = np.asarray(measured[cl].counts, float)
-        table = project_to_simplex(y.ravel(), total).reshape(y.shape) + floor * total / y.size
         rows, cols = one[cl[0]], one[cl[1]]
-        for _ in range(rake):
-            table *= (rows / np.maximum(table.sum(axis=1), _TINY))[:, None]
-            table *= (cols / np.maximum(table.sum(axis=0), _TINY))[None, :]
+        tables = [_raked(t, rows, cols, rake) for t in _table_starts(y, rows, cols, total, floor * total / y.size)]
+        table = min(tables, key=lambda t: float(np.sum((t - y) ** 2)))
         log_t = np.log(np.maximum(table, _TINY))
         sep = tree.separators[i]
         if sep:
             log_t = log_t - _logsumexp(log_t, _axes_not_in(cl, sep)).reshape(_expand_shape(cl, sep, sizes))
         out[cl] = log_t
     return out
+
+
+def _table_starts(y: np.ndarray, rows: np.ndarray, cols: np.ndarray, total: float, floor: float
+                  ) -> list[np.ndarray]:
+    """Two non-negative starts for a noisy pair table ``y`` with target margins ``rows`` and ``cols``."""
+    a, b = y.shape
+    dr, dc = rows - y.sum(axis=1), cols - y.sum(axis=0)
+    affine = y + dr[:, None] / b + dc[None, :] / a - dr.sum() / (a * b)  # least squares with these margins
+    simplex = project_to_simplex(y.ravel(), total).reshape(y.shape)
+    return [np.maximum(affine, floor), simplex + floor]
+
+
+def _raked(table: np.ndarray, rows: np.ndarray, cols: np.ndarray, times: int) -> np.ndarray:
+    """``table`` scaled alternately to the row and column sums, ``times`` times each."""
+    for _ in range(times):
+        table = table * (rows / np.maximum(table.sum(axis=1), _TINY))[:, None]
+        table = table * (cols / np.maximum(table.sum(axis=0), _TINY))[None, :]
+    return table

@@ -24,7 +24,7 @@ from skdpsynth.utils._param_validation import Interval
 
 __all__ = ["MSTSynthesizer"]
 
-_ITERS = 40  # estimation steps from the warm start (pair_start)
+_ITERS = 20  # estimation steps from the warm start (pair_start)
 
 
 def budget_split(rho: float, d: int, select: bool) -> tuple[float, float, float]:
