@@ -26,6 +26,10 @@ from skdpsynth.schema import TableSchema
 from skdpsynth.synthesizers._registry import REGISTRY
 
 SEEDS = range(4)
+#: a network's fit takes seconds: two seeds, where a leak differs in both (in 8 seeds, no observable of DP-CTGAN's
+#: neighbouring fits differed, so two seeds do not fail by chance)
+NETWORK_SEEDS = range(2)
+NETWORKS = {"DPCTGANSynthesizer", "PATEGANSynthesizer", "CAPSSynthesizer"}
 #: model sizes only (never the privacy parameters), small enough for the default suite
 SMALL = {
     "DPCTGANSynthesizer": {"epochs": 1, "batch_size": 64, "hidden_dims": (16,), "noise_dim": 8},
@@ -74,15 +78,15 @@ def observe(est, X) -> dict:
     return out
 
 
-def assert_neighbours_look_alike(make, X, X_plus) -> None:
+def assert_neighbours_look_alike(make, X, X_plus, seeds=SEEDS) -> None:
     """``make(seed)`` builds the estimator; every observable must agree between X and X_plus in most seeds."""
     differ: dict[str, list] = {}
-    for seed in SEEDS:
+    for seed in seeds:
         a, b = observe(make(seed), X), observe(make(seed), X_plus)
         for key in a.keys() | b.keys():
             if a.get(key) != b.get(key):
                 differ.setdefault(key, []).append((a.get(key), b.get(key)))
-    leaks = {k: v[0] for k, v in differ.items() if len(v) > len(SEEDS) / 2}
+    leaks = {k: v[0] for k, v in differ.items() if len(v) > len(seeds) / 2}
     assert not leaks, f"observables that follow one person (first seed shown as D, D+1): {leaks}"
 
 
@@ -124,7 +128,7 @@ def test_tables_with_a_public_schema(info):
     def make(seed):
         return info.load()(schema=SCHEMA, random_state=seed, **SMALL.get(info.name, {}))
 
-    assert_neighbours_look_alike(make, X, _plus(X, OUTLIER))
+    assert_neighbours_look_alike(make, X, _plus(X, OUTLIER), NETWORK_SEEDS if info.name in NETWORKS else SEEDS)
 
 
 @pytest.mark.parametrize("method", ["npgc", "mst", "aim", "marginals", "histogram"])
@@ -154,7 +158,7 @@ def test_caps():
         return CAPSSynthesizer(schema=data.schema, random_state=seed,
                                **SMALL["CAPSSynthesizer"])
 
-    assert_neighbours_look_alike(make, X, _plus(X, person))
+    assert_neighbours_look_alike(make, X, _plus(X, person), NETWORK_SEEDS)
 
 
 @pytest.mark.parametrize("method", ["markov", "histseq"])
