@@ -335,11 +335,12 @@ def markdown(rows: list[dict], todo: list[dict], args: argparse.Namespace, total
         for f, label in (("quality", "SDMetrics overall"), ("fit_s", "fit seconds")):
             if a["method"] in PAPER[f]:
                 side.append({"dataset": a["dataset"], "method": a["method"], "figure": label,
-                             "paper": PAPER[f][a["method"]], "this run": _fmt(a, f, ".3g")})
+                             "paper": PAPER[f][a["method"]], "this run": _fmt(a, f, ".3g"),
+                             "epochs here": a.get("epochs") or "-"})
     if side:
         lines += ["## The paper's figures beside this run's", "",
                   "The paper's summary gives one overall quality (0.962, table not named: one dataset or a mean "
-                  "over its five) and one fit time per model (table and hardware not named).", "",
+                  "over its five) and one fit time per model (table, epochs and hardware not named).", "",
                   markdown_table(side), ""]
     claims = [c for ds in dict.fromkeys(a["dataset"] for a in agg) for c in _claims(agg, ds)]
     if claims:
@@ -455,7 +456,9 @@ def main(argv: list[str] | None = None) -> None:
     env = environment(args)
     start = time.perf_counter()
     if args.report_only:
-        print(_write(name, rows, todo, args, sum(r.get("process_s", 0) for r in rows), env))
+        old = RESULTS / f"{name}.json"
+        total = json.loads(old.read_text()).get("total_s", float("nan")) if old.exists() else float("nan")
+        print(_write(name, rows, todo, args, total, env))
         return None
     done = {key(r) for r in rows}
     pending = [t for t in todo if key(t) not in done]
