@@ -26,8 +26,8 @@ from skdpsynth.schema import TableSchema
 from skdpsynth.synthesizers._registry import REGISTRY
 
 SEEDS = range(4)
-#: a network's fit takes seconds: two seeds, where a leak differs in both (in 8 seeds, no observable of DP-CTGAN's
-#: neighbouring fits differed, so two seeds do not fail by chance)
+#: a network's fit takes seconds: two seeds, where a leak differs in both (in 8 seeds, no observable of DP-CTGAN's or
+#: CAPS's neighbouring fits differed, so two seeds do not fail by chance)
 NETWORK_SEEDS = range(2)
 NETWORKS = {"DPCTGANSynthesizer", "PATEGANSynthesizer", "CAPSSynthesizer"}
 #: model sizes only (never the privacy parameters), small enough for the default suite
