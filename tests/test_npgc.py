@@ -960,3 +960,28 @@ def test_spiky_integer_column_keeps_its_values():
     # one cell per value up to 1024 values (a column binned into ranges puts only a few % on the spike values);
     # the noise on the 996 empty cells leaves 0.94-1.0 there (2,000 fits: 1 % at or below 0.95, minimum 0.940)
     assert out["credits"].isin([30, 60, 90, 120, 240]).mean() > 0.9
+
+
+def test_ordered_support_keeps_mass_in_range_of_a_wide_public_domain():
+    """An integer column on 0-20 of a public 0-100 range, counts with noise of sd 50 (3,000 people): the
+    support and tails leave much less mass beyond 20 than the simplex projection alone, keep nearly all of it
+    within 0-30 in most fits, and a column of pure noise mostly gets no support. (A window of noise far out
+    that passes the threshold by chance still takes mass in a few fits of 20: the limit of one threshold.)"""
+    from skdpsynth.synthesizers._npgc_marginals import ordered_support, probabilities, support_and_tails
+
+    rng = np.random.default_rng(0)
+    true = np.zeros(101)
+    true[:21] = rng.multinomial(3000, np.exp(-0.5 * ((np.arange(21) - 6) / 3.0) ** 2) / np.exp(
+        -0.5 * ((np.arange(21) - 6) / 3.0) ** 2).sum())
+    out_plain, out_new, far, pure = [], [], [], []
+    for _ in range(20):
+        noisy = true + rng.normal(0, 50, 101)
+        plain = probabilities([noisy], 3000.0)[0]
+        new = probabilities([support_and_tails(noisy, 101, 50.0, 3000.0)], 3000.0)[0]
+        out_plain.append(plain[21:].sum())
+        out_new.append(new[21:].sum())
+        far.append(new[31:].sum())
+        pure.append(ordered_support(rng.normal(0, 50, 101), 50.0).sum())
+    assert np.mean(out_new) < 0.25 * np.mean(out_plain)
+    assert np.median(far) == 0.0 and np.mean(far) < 0.03
+    assert np.median(pure) == 0

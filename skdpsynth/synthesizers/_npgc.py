@@ -33,6 +33,7 @@ from skdpsynth.synthesizers._npgc_marginals import (
     noisy_marginals,
     pool_rare_cells,
     probabilities,
+    support_and_tails,
 )
 from skdpsynth.synthesizers._npgc_tables import TABLE_SHARE, TableForest, candidate_pairs, release_tables
 from skdpsynth.utils._param_validation import Interval, StrOptions
@@ -277,7 +278,8 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
             counts, n_hat = exact.counts, float(exact.n)
             self._merge_ecdf(exact.ecdf)
         per_col = [counts[offsets[j]:offsets[j + 1]] for j in range(d)]
-        probs = probabilities(self._pooled(per_col, var_cell) if private else per_col, n_hat if private else None)
+        probs = probabilities(self._pooled(per_col, var_cell, n_hat) if private else per_col,
+                              n_hat if private else None)
         dep = [np.bincount(dependence_map(g), weights=p) for g, p in zip(self.cells_, probs)]  # the tables' cells
         corr, tables = np.eye(d), []
         if plan is not None and plan.statistic != "none":
@@ -381,7 +383,7 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         """Recompute the sampling state from the accumulated statistics (post-processing)."""
         total = float(sum(self.cohort_sizes_))
         self.n_estimate_ = max(int(round(total)), 1)
-        counts = self.cell_counts_ if self._exact_only else self._pooled(self.cell_counts_, self._count_variance)
+        counts = self.cell_counts_ if self._exact_only else self._pooled(self.cell_counts_, self._count_variance, total)
         probs = probabilities(counts, None if self._exact_only else total)
         self.support_ = self._exact_support(probs) if self._exact_only else None
         self.probabilities_ = probs
@@ -393,11 +395,12 @@ class NPGCSynthesizer(NPGCInput, BaseTabularSynthesizer):
         self._copula = GaussianCopula(corr, probs, children)
         self.correlation_ = self._copula.correlation
 
-    def _pooled(self, counts: list[np.ndarray], variance: float) -> list[np.ndarray]:
-        """Released counts with each categorical column's rare cells pooled (post-processing)."""
-        threshold = RARE_Z * np.sqrt(variance)
-        return [pool_rare_cells(c, threshold) if g.spec.kind in ("categorical", "boolean") else c
-                for g, c in zip(self.cells_, counts)]
+    def _pooled(self, counts: list[np.ndarray], variance: float, total: float) -> list[np.ndarray]:
+        """Released counts denoised (post-processing): each categorical column's rare cells pooled, each ordered
+        column's cells outside its detected support replaced by geometric tails (:func:`support_and_tails`)."""
+        sd = float(np.sqrt(variance))
+        return [pool_rare_cells(c, RARE_Z * sd) if g.spec.kind in ("categorical", "boolean")
+                else support_and_tails(c, g.n_value_cells, sd, total) for g, c in zip(self.cells_, counts)]
 
     def _exact_support(self, probs: list[np.ndarray]) -> list[np.ndarray | None]:
         """Non-private mode: the exact ECDF support of numeric columns (their ``probs`` are replaced in place)."""

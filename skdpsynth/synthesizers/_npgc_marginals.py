@@ -12,7 +12,7 @@ from skdpsynth.privacy._mechanisms import gaussian_sigma, geometric_variance
 from skdpsynth.privacy._postprocess import inverse_variance_mean, project_to_simplex
 
 __all__ = ["measure_histograms", "noisy_marginals", "marginals_again", "size_estimate", "probabilities",
-           "pool_rare_cells", "RARE_Z"]
+           "pool_rare_cells", "ordered_support", "support_and_tails", "RARE_Z", "SUPPORT_Z"]
 
 logger = logging.getLogger("skdpsynth.synthesizers._npgc")
 
@@ -20,6 +20,8 @@ logger = logging.getLogger("skdpsynth.synthesizers._npgc")
 N_BOUND_Z = 3.0
 #: noise standard deviations under which the cells of a categorical column are pooled (MST's and AIM's threshold)
 RARE_Z = 3.0
+#: noise standard deviations a run of consecutive cells of an ordered column must exceed to count as support
+SUPPORT_Z = 3.0
 
 
 def measure_histograms(stats: PrivateCopulaStatistics, cells, offsets, cost: dict, again: bool = False):
@@ -76,6 +78,82 @@ def pool_rare_cells(counts: np.ndarray, threshold: float) -> np.ndarray:
     if rare.sum() >= 2:
         out[rare] = out[rare].mean()
     return out
+
+
+def ordered_support(counts: np.ndarray, sd: float, z: float = SUPPORT_Z) -> np.ndarray:
+    """Cells of an ordered column that hold people, told from noise at several scales (post-processing).
+
+    Windows of 1, 2, 4, ... consecutive cells are scanned from the finest
+    scale up; a window is significant when the noisy counts of its cells not
+    yet in the support sum to more than ``z sd sqrt(k)`` (``k`` such cells;
+    ``sd``: the public noise sd of one cell), and its cells join the support.
+    A few cells holding many people are found at the finest scale, a long
+    sparse tail at a coarser one, and a run of empty cells (noise only) almost
+    never: so the wide public range of a column (0-100 evaluations when
+    nobody has more than 45) does not receive the positive part of its empty
+    cells' noise, which the simplex projection alone leaves there.
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    y = np.asarray(counts, dtype=float)
+    m = len(y)
+    support = np.zeros(m, dtype=bool)
+    h = 1
+    while h <= m:
+        rest = np.where(support, 0.0, y)
+        free = (~support).astype(float)
+        cs, cf = np.concatenate([[0.0], np.cumsum(rest)]), np.concatenate([[0.0], np.cumsum(free)])
+        sums, sizes = cs[h:] - cs[:-h], cf[h:] - cf[:-h]
+        hit = np.flatnonzero((sizes > 0) & (sums > z * sd * np.sqrt(np.maximum(sizes, 1.0))))
+        if hit.size:
+            mark = np.zeros(m + 1)
+            np.add.at(mark, hit, 1.0)
+            np.add.at(mark, hit + h, -1.0)
+            support |= np.cumsum(mark)[:m] > 0
+        h *= 2
+    return support
+
+
+def support_and_tails(counts: np.ndarray, n_value_cells: int, sd: float, total: float) -> np.ndarray:
+    """Noisy counts of an ordered column with its cells outside the detected support replaced (post-processing).
+
+    The support is :func:`ordered_support` of the value cells (the missing
+    cell, last, is left as it is). The people the support does not hold
+    (``total`` less the support's and the missing cell's noisy counts, when
+    positive) are spread beyond the support's two ends as geometric tails
+    starting from the level of its end cells (shared between the two sides by
+    their noisy sums), so a tail too sparse to be told from noise keeps its
+    mass, decaying, instead of being cut or spread flat over the public range.
+    The other cells get ``-inf`` (no mass after the projection). A column with
+    no significant cell is returned unchanged.
+    """
+    c = np.asarray(counts, dtype=float)
+    y = c[:n_value_cells]
+    support = ordered_support(y, sd)
+    if not support.any():
+        return c
+    out = np.where(support, y, -np.inf)
+    idx = np.flatnonzero(support)
+    lo, hi, m = idx[0], idx[-1], len(y)
+    mass = total - max(float(c[n_value_cells:].sum()), 0.0) - float(y[support].sum())
+    sides = [(lo, max(float(y[:lo].sum()), 0.0), max(y[lo], 1.0), -1), (m - 1 - hi, max(float(y[hi + 1:].sum()), 0.0),
+                                                                       max(y[hi], 1.0), 1)]
+    sides = [s for s in sides if s[0] > 0]
+    weights = np.array([s[1] for s in sides])
+    if weights.sum() <= 0:
+        weights = np.array([s[2] for s in sides])
+    if mass > 0 and sides and weights.sum() > 0:
+        for (length, _, level, step), w in zip(sides, weights / weights.sum()):
+            share = mass * w
+            if share <= 0:
+                continue
+            k = np.arange(1, length + 1)
+            profile = level * (share / (share + level)) ** k
+            profile *= share / profile.sum()
+            out[(lo if step < 0 else hi) + step * k] = profile
+    return np.concatenate([out, c[n_value_cells:]])
 
 
 def probabilities(counts: list[np.ndarray], total: float | None) -> list[np.ndarray]:
