@@ -62,6 +62,7 @@ def three_cycles(cohorts, schema):
     return est
 
 
+@pytest.mark.slow  # every check, 8 fits; CAPS's privacy checks run by default (tests/test_common.py, caps-privacy)
 def test_check_synthesizer(cohorts, schema):
     result = check_synthesizer(tiny(schema, epsilon=1.0), cohorts[0].frame)
     assert set(result.values()) == {"passed"}
