@@ -223,7 +223,7 @@ def summarise(d: pd.DataFrame, by: list[str], metrics=METRICS) -> list[dict]:
     """Mean and 95 % t-interval of each metric per group."""
     out = []
     for key, g in d.groupby(by):
-        rec = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        rec = {k: getattr(v, "item", lambda v=v: v)() for k, v in zip(by, key if isinstance(key, tuple) else (key,))}
         rec["n"] = len(g)
         for m in metrics:
             mean, lo, hi = cc.t_interval(g[m])
@@ -465,6 +465,7 @@ def main() -> None:
     ap.add_argument("--max-tasks", type=int, default=None, help="stop after this many tasks of the plan")
     ap.add_argument("--drift-only", action="store_true")
     ap.add_argument("--no-drift", action="store_true")
+    ap.add_argument("--drift-from", type=Path, default=None, help="take the drift part from a --drift-only JSON")
     ap.add_argument("--name", default=None)
     args = ap.parse_args()
     import torch
@@ -472,7 +473,10 @@ def main() -> None:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     name = args.name or ("caps_real_full" if args.full else "caps_real")
-    drift_part = None if args.no_drift else drift()
+    if args.drift_from is not None:
+        drift_part = json.loads(args.drift_from.read_text())["drift"]
+    else:
+        drift_part = None if args.no_drift else drift()
     if args.drift_only:
         write_results(name + "_drift", {"drift": drift_part}, "# Drift between cohorts\n\n"
                       + markdown_table(drift_part["pairs"], digits=3) + "\n\n"
