@@ -985,3 +985,22 @@ def test_ordered_support_keeps_mass_in_range_of_a_wide_public_domain():
     assert np.mean(out_new) < 0.25 * np.mean(out_plain)
     assert np.median(far) == 0.0 and np.mean(far) < 0.03
     assert np.median(pure) == 0
+
+
+def test_constant_columns_fit_without_measuring_their_pairs():
+    """Columns with one value have score bound 0: pairs of them are not measured (a query of sensitivity 0 was).
+
+    Six columns (more than a small table) make NPGC measure normal-score sums of chosen pairs; every pair here
+    has a constant column, which crashed the fit when the domain estimate had left columns constant.
+    """
+    rng = np.random.default_rng(0)
+    n = 3000
+    frame = pd.DataFrame({"score": rng.normal(50, 10, n).round(1)})
+    columns = {"score": {"kind": "continuous", "lower": 0, "upper": 100, "nullable": False}}
+    for k in range(5):
+        frame[f"flag{k}"] = "N"
+        columns[f"flag{k}"] = {"kind": "categorical", "categories": ["N"], "nullable": False}
+    est = NPGCSynthesizer(epsilon=1.0, schema={"columns": columns}, random_state=0).fit(frame)
+    out = est.sample(50, random_state=0)
+    assert all(set(out[f"flag{k}"]) == {"N"} for k in range(5))
+    assert not any("normal-score" in r.target for r in est.budget_log_)

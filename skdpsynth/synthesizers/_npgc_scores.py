@@ -132,15 +132,21 @@ def adaptive_scores(stats: PrivateCopulaStatistics, layout: PairLayout, probabil
     sums = model.sums(stats, layout)
     poly = model.polynomials(iu, ju)
     scale = max(float(n_hat), 1.0)
+    # a pair with a constant column (one released category or value) has bound 0: its sum is 0 whatever the
+    # data, so it is neither chosen nor measured and keeps correlation 0 (public: the bounds come from the scores)
+    available = np.array([sums.sensitivity([p])[1] > 0 for p in range(len(iu))], dtype=bool)
+    n_pairs = min(n_pairs, int(available.sum()))
+    if n_pairs == 0:
+        return np.eye(d)
     if rounds == 0:  # every pair at once, nothing chosen
-        noisy, sigma = _measure(sums, None, total, key, None)
+        live = np.flatnonzero(available)
+        noisy, sigma = _measure(sums, live, total, key, None)
         corr = np.eye(d)
-        corr[iu, ju] = corr[ju, iu] = _solve(poly, noisy / scale)
+        corr[iu[live], ju[live]] = corr[ju[live], iu[live]] = _solve(poly[live], noisy / scale)
         return nearest_correlation(corr)
     per_pick = total * selection / n_pairs
     per_round = total * (1.0 - selection) / rounds
     sizes = np.diff(np.linspace(0, n_pairs, rounds + 1).round().astype(int))
-    available = np.ones(len(iu), dtype=bool)
     chosen, measured, sd = [], np.zeros(0), np.zeros(0)
     corr, theta = np.eye(d), None
     for t, size in enumerate(sizes):
