@@ -102,7 +102,8 @@ def blocks(full: bool) -> list[tuple[str, list[float], list[int]]]:
     out = [("oulad", [4.0], [0, 1, 2])] + [(a, e, [0]) for a, e in factors] + [("oulad", [4.0], [3, 4])]
     out += [(a, e, [1]) for a, e in factors]
     return out + [("oulad_n700", [4.0], [0, 1]), ("oulad", [1.0], [0, 1, 2, 3, 4]),
-                  ("oulad_pub_all", [4.0], [0, 1])]
+                  ("oulad_pub_all", [4.0], [0, 1]), ("sim_pub10k", [1.0], [0]), ("sim_pub100k", [1.0], [0]),
+                  ("sim_pub10k", [1.0], [1]), ("sim_pub100k", [1.0], [1])]
 
 
 def tasks_for(block_list) -> list[tuple]:
