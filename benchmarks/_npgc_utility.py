@@ -119,7 +119,7 @@ def _score(train, hold, synth, schema, target, seed) -> dict:
             "quality": q["overall"], "column_shapes": q["column_shapes"], "pair_trends": q["column_pair_trends"]}
 
 
-def run_utility(before: str, n_seeds: int, datasets=None, out_name: str = "npgc_utility") -> None:
+def run_utility(before: str, n_seeds: int, datasets=None, out_name: str = "npgc_mst_utility") -> None:
     rows = []
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,8 +14,8 @@ and *after* (the working tree), and MST: TSTR macro-F1 / TRTR (HistGradientBoost
 train on the synthetic table, test on the real 30 % holdout) and the SDMetrics quality
 report against the whole 70 % training split, on Adult, UCI dropout, OULAD studentInfo
 and UCI HESP, ``--seeds`` seeds each (fresh secure noise). Results:
-``results/npgc_utility.{json,md}`` (with ``--quick``: one seed on UCI dropout,
-``results/npgc_utility_quick.{json,md}``).
+``results/npgc_mst_utility.{json,md}`` (with ``--quick``: one seed on UCI dropout,
+``results/npgc_mst_utility_quick.{json,md}``).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def main() -> None:
         from _npgc_utility import run_utility
 
         if args.quick:  # one seed on UCI dropout, written beside the full results
-            run_utility(args.before, 1, args.datasets or ["uci_dropout"], out_name="npgc_utility_quick")
+            run_utility(args.before, 1, args.datasets or ["uci_dropout"], out_name="npgc_mst_utility_quick")
         else:
             run_utility(args.before, args.seeds, args.datasets)
         return

@@ -140,6 +140,7 @@ class Figure:
 
 
 def _npgc_utility(dataset: str, method: str, field: str) -> Callable[[dict[str, Any]], Value]:
+    """Mean [95 % t interval] over seeds of one method's field (rows of ``npgc_mst_utility`` or ``npgc_utility``)."""
     return lambda p: mean_ci(r[field] for r in select(p["rows"], dataset=dataset, method=method))
 
 
@@ -607,11 +608,16 @@ FIGURES: list[Figure] = [
     Figure("npgc.sample.adult", "npgc_reference.json", _sampling("skdpsynth.NPGC"), ".1f", " s"),
     Figure("npgc.sample.adult.reference", "npgc_reference.json", _sampling("npgc (reference)"), ".0f", " s"),
     # NPGC against MST, epsilon 1, 10 seeds
-    *[Figure(f"npgc.{field}.{ds}", "npgc_utility.json", _npgc_utility(ds, "NPGC after", field))
+    *[Figure(f"npgc.{field}.{ds}", "npgc_mst_utility.json", _npgc_utility(ds, "NPGC after", field))
       for ds in _NPGC_DATASETS for field in ("quality", "tstr_ratio")],
-    *[Figure(f"mst.{field}.{ds}", "npgc_utility.json", _npgc_utility(ds, "MST", field))
+    *[Figure(f"mst.{field}.{ds}", "npgc_mst_utility.json", _npgc_utility(ds, "MST", field))
       for ds in _NPGC_DATASETS for field in ("quality", "tstr_ratio")],
-    Figure("npgc_before.tstr_ratio.uci_dropout", "npgc_utility.json",
+    # NPGC against the non-private npgc 0.3.0, like for like (epsilon 1, 5 seeds)
+    *[Figure(f"npgc24.{field}.{ds}", "npgc_utility.json", _npgc_utility(ds, "NPGC after", field))
+      for ds in ("uci_dropout", "adult") for field in ("quality", "tstr_ratio")],
+    *[Figure(f"npgcref24.quality.{ds}", "npgc_utility.json", _npgc_utility(ds, "npgc 0.3.0", "quality"))
+      for ds in ("uci_dropout", "adult")],
+    Figure("npgc_before.tstr_ratio.uci_dropout", "npgc_mst_utility.json",
            _npgc_utility("uci_dropout", "NPGC before", "tstr_ratio")),
     # the earlier NPGC / MST side by side (delta 1e-9, 5 seeds): mean TSTR over mean TRTR
     *[Figure(f"sbs_npgc_mst.{m.lower()}.tstr_ratio.uci_dropout", "tabular_side_by_side_npgc_mst.json",
@@ -687,7 +693,8 @@ FIGURES: list[Figure] = [
     *_npgc_reference_figures(),
     *_regeneration_figures(),
     *_scaling_figures(),
-    Figure("npgc_before.tstr_ratio.adult", "npgc_utility.json", _npgc_utility("adult", "NPGC before", "tstr_ratio")),
+    Figure("npgc_before.tstr_ratio.adult", "npgc_mst_utility.json",
+           _npgc_utility("adult", "NPGC before", "tstr_ratio")),
     # CAPS
     Figure("caps.cycle_s", "caps_timing.json", lambda p: p["rows"][0]["cycle_seconds_115x68"], ".1f", " s"),
     Figure("caps.pretrain_plus_cycle_s", "caps_timing.json",
@@ -748,7 +755,8 @@ RERUN: dict[str, str] = {
     "npgc_scaling.json": "python benchmarks/npgc_scaling.py",
     "npgc_scaling_adult.json": "python benchmarks/npgc_scaling.py --adult-only",
     "npgc_reference.json": "python benchmarks/npgc_reference.py",
-    "npgc_utility.json": "python benchmarks/npgc_reference.py --utility --seeds 10",
+    "npgc_mst_utility.json": "python benchmarks/npgc_reference.py --utility --seeds 10",
+    "npgc_utility.json": "python benchmarks/npgc_utility.py",
     "regeneration_n10000.json": "python benchmarks/regeneration.py --rows 10000 --methods skdpsynth "
                                 "--name regeneration_n10000",
     "regeneration.json": "python benchmarks/regeneration.py --rows 2000 --methods npgc copula && python "
@@ -781,7 +789,7 @@ STALE_ALLOWED: dict[str, str] = {
     "npgc_scaling.json": _UNSTAMPED,
     "npgc_scaling_adult.json": _UNSTAMPED,
     "npgc_reference.json": _UNSTAMPED,
-    "npgc_utility.json": _UNSTAMPED + "; being rerun on the final NPGC code",
+    "npgc_mst_utility.json": _UNSTAMPED + "; the earlier NPGC / MST comparison (10 seeds), quoted as such",
     "regeneration_n10000.json": _UNSTAMPED,
     "regeneration.json": _UNSTAMPED + "; CTGAN / TVAE generations take most of its hour",
     "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
@@ -794,8 +802,6 @@ STALE_ALLOWED: dict[str, str] = {
     "sequences.json": _UNSTAMPED,
     "caps_timing.json": _UNSTAMPED + "; the CAPS benchmark is being reworked",
     "audit_speed.json": _UNSTAMPED,
-    "privacy_audit.json": _UNSTAMPED,
-    "pearl_grid.json": _UNSTAMPED + "; one seed, on older code: to be rerun with 3 seeds on 16 cores",
 }
 
 
