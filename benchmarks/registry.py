@@ -800,8 +800,6 @@ STALE_ALLOWED: dict[str, str] = {
     "tabular_pategan_fixed.json": _UNSTAMPED,
     "tabular_side_by_side_npgc_mst.json": _UNSTAMPED + "; an earlier run, quoted as such (NPGC has changed since)",
     "sequences.json": _UNSTAMPED,
-    "caps_timing.json": _UNSTAMPED + "; the CAPS benchmark is being reworked",
-    "audit_speed.json": _UNSTAMPED,
 }
 
 
