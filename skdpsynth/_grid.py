@@ -268,18 +268,25 @@ def fine_conditionals(fine: FineCells, noisy: np.ndarray) -> np.ndarray:
 
     Each coarse cell's fine counts are projected onto the non-negative simplex
     and normalised; a coarse cell whose counts vanish falls back to the prior
-    (:meth:`FineCells.within_weights`, i.e. uniform within the bin).
+    (:meth:`FineCells.within_weights`, i.e. uniform within the bin). Coarse
+    cells with as many fine cells are projected together, one row each.
     """
     from skdpsynth.privacy import project_to_simplex
 
+    noisy = np.asarray(noisy, float)
     out = np.zeros(fine.n_cells)
     prior = fine.within_weights()
-    for c in np.unique(fine.coarse):
-        idx = np.flatnonzero(fine.coarse == c)
-        p = project_to_simplex(np.asarray(noisy, float)[idx])
-        if p.sum() <= 0:
-            p = prior[idx] if prior[idx].sum() > 0 else np.ones(len(idx))
-        out[idx] = p / p.sum()
+    order = np.argsort(fine.coarse, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(fine.coarse[order]) != 0])
+    groups = np.split(order, starts[1:])
+    for size in sorted({len(g) for g in groups}):
+        idx = np.array([g for g in groups if len(g) == size])  # (coarse cells, fine cells of each)
+        p = project_to_simplex(noisy[idx])
+        empty = p.sum(axis=1) <= 0
+        fallback = prior[idx]
+        fallback[fallback.sum(axis=1) <= 0] = 1.0
+        p[empty] = fallback[empty]
+        out[idx] = p / p.sum(axis=1, keepdims=True)
     return out
 
 

@@ -275,14 +275,15 @@ class PrivateTable(PrivateHandle):
             number = np.fromiter(map(at.__getitem__, cliques), dtype=np.int64, count=len(cliques))
         except (KeyError, TypeError):  # a clique not counted yet, or not given as a tuple
             cliques = [tuple(int(j) for j in c) for c in cliques]
-            for c in cliques:
-                if c not in at:
-                    flat, shape = self._flat(grid, c, None if maps is None else [maps[j] for j in c])
-                    counts = np.bincount(flat, minlength=int(np.prod(shape)))
-                    at[c] = len(store["size"])
-                    store["offset"].append(sum(store["size"][-1:]) + sum(store["offset"][-1:]))
-                    store["size"].append(counts.size)
-                    store["parts"].append(counts)
+            new = [c for c in dict.fromkeys(cliques) if c not in at]
+            columns = {j: self._column(grid, j, None if maps is None else maps[j]) for c in new for j in c}
+            for c in new:  # each column resolved once, then every new clique counted from them
+                flat, size = self._combine([columns[j] for j in c]) if c else (self._flat(grid, c, None)[0], 1)
+                counts = np.bincount(flat, minlength=size)
+                at[c] = len(store["size"])
+                store["offset"].append(sum(store["size"][-1:]) + sum(store["offset"][-1:]))
+                store["size"].append(counts.size)
+                store["parts"].append(counts)
             store["flat"] = np.concatenate([store["flat"], *store["parts"]])
             store["parts"] = []
             store["offsets"], store["sizes"] = np.array(store["offset"]), np.array(store["size"])
@@ -314,14 +315,18 @@ class PrivateTable(PrivateHandle):
 
     def _flat(self, grid, clique: tuple[int, ...], maps) -> tuple[np.ndarray, tuple[int, ...]]:
         """Every row's cell of the clique (C order) and the clique's shape."""
-        flat, shape = None, []
-        for i, j in enumerate(clique):
-            col, size = self._column(grid, j, None if maps is None else maps[i])
-            flat = col if flat is None else flat * size + col
-            shape.append(size)
-        if flat is None:
-            flat = np.zeros(self._codes(grid).shape[0], dtype=np.int64)
-        return flat, tuple(shape)
+        columns = [self._column(grid, j, None if maps is None else maps[i]) for i, j in enumerate(clique)]
+        if not columns:
+            return np.zeros(self._codes(grid).shape[0], dtype=np.int64), ()
+        return self._combine(columns)[0], tuple(size for _, size in columns)
+
+    @staticmethod
+    def _combine(columns: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, int]:
+        """Every row's cell of several columns' cells (C order) and the number of such cells."""
+        flat, total = columns[0]
+        for col, size in columns[1:]:
+            flat, total = flat * size + col, total * size
+        return flat, total
 
     def _counts(self, exact: np.ndarray) -> PrivateVector:
         """Counts of people in disjoint cells: one group, bound 1 (a person is in one cell)."""
