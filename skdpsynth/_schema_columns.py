@@ -15,7 +15,7 @@ import pandas as pd
 from skdpsynth.utils._validation import distinct_objects
 
 if TYPE_CHECKING:
-    from skdpsynth.schema import ColumnSpec
+    from skdpsynth._column_spec import ColumnSpec
 
 __all__ = ["normalise_column", "category_codes"]
 
