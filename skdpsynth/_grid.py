@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from skdpsynth.privacy._postprocess import project_to_simplex
 from skdpsynth.schema import ColumnSpec, TableSchema
 
 __all__ = ["ColumnGrid", "FineCells", "PublicGrid", "decode_fine", "fine_cells", "fine_conditionals",
@@ -271,8 +272,6 @@ def fine_conditionals(fine: FineCells, noisy: np.ndarray) -> np.ndarray:
     (:meth:`FineCells.within_weights`, i.e. uniform within the bin). Coarse
     cells with as many fine cells are projected together, one row each.
     """
-    from skdpsynth.privacy import project_to_simplex
-
     noisy = np.asarray(noisy, float)
     out = np.zeros(fine.n_cells)
     prior = fine.within_weights()

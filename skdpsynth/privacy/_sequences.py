@@ -43,6 +43,7 @@ import pandas as pd
 from skdpsynth.privacy._accounting import BudgetAccountant, BudgetRecord
 from skdpsynth.privacy._answers import PrivateHandle, PrivateVector
 from skdpsynth.privacy._clipping import ClipTally
+from skdpsynth.privacy._domain import estimate_schema
 from skdpsynth.privacy._mechanisms import stability_histogram
 from skdpsynth.privacy._noise import NoiseSource
 from skdpsynth.privacy._partition import bounded_key_counts, bounded_key_weights, weighted_gaussian_selection
@@ -225,8 +226,6 @@ class PrivateSequences(PrivateHandle):
         When the cohort's accountant converts zCDP at a positive delta, the estimate is charged in zCDP and
         composes with what the cohort charged in zCDP before it (the vocabulary) and plans after it: one
         conversion for all (``compose``)."""
-        from skdpsynth.privacy._domain import estimate_schema
-
         return estimate_schema(self.__learners, epsilon=epsilon, delta=delta, accountant=self._accountant,
                                noise=self._noise, later=later, label=label,
                                compose=self._accountant.delta_zcdp > 0)
