@@ -7,9 +7,10 @@ with the leak planted by ``tests/plant_leaks.py``: the run must fail, in that te
 same selection passes unplanted.
 
 The six runs are children forked, one after another, from one interpreter that has imported the libraries and
-nothing of the tests (pytest, scikit-learn, torch, the package's modules): each child is a fresh pytest session
-that loads the plant as a plugin, and what it would spend importing is paid once (about 60 of 95 s of CPU).
-Where ``os.fork`` is missing, each run is a new interpreter.
+nothing of the tests (pytest, scikit-learn, the registered synthesizers' modules; the selection trains no network,
+so torch is not imported): each child is a fresh pytest session that loads the plant as a plugin, and what it would
+spend importing is paid once. The plugins the selection does not use are off in each child (``PLUGINS``). Where
+``os.fork`` is missing, each run is a new interpreter.
 """
 
 from __future__ import annotations
@@ -34,16 +35,22 @@ CATCHES = {
     "error": (NEIGHBOURS, "observables that follow one person"),
 }
 SELECTION = list(dict.fromkeys(test for test, _ in CATCHES.values()))
+#: plugins the selection does not use, off in each run: their packages would be imported, and (pytest rewrites the
+#: asserts of every module of a plugin's distribution, uncached where bytecode is not written) compiled again in
+#: each run: about 3 of 4 s of CPU per run
+PLUGINS = ["-p", "no:xdist", "-p", "no:hypothesispytest", "-p", "no:faker", "-p", "no:benchmark"]
 
 #: run by ``python -c``: import the libraries once, then fork one pytest session per run
 DRIVER = """\
 import json, os, sys
 import numpy, pandas, sklearn, pytest  # noqa: F401 (imports paid once, before the forks)
 from sklearn.utils.estimator_checks import estimator_checks_generator  # noqa: F401
-from skdpsynth.utils.estimator_checks import find_synthesizers
-find_synthesizers()  # every module of the package (torch too), as the reproducible_noise fixture imports them
+from skdpsynth.synthesizers._registry import REGISTRY
+for info in REGISTRY:
+    info.load()  # every registered synthesizer, as the reproducible_noise fixture loads them
+import skdpsynth.datasets  # noqa: F401 (the selection's modules import it)
 
-runs = json.loads(sys.argv[1])
+runs, PLUGINS = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 codes = []
 for plant, selection, log in runs:
     sys.stdout.flush(); sys.stderr.flush()
@@ -52,7 +59,7 @@ for plant, selection, log in runs:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(fd, 1); os.dup2(fd, 2)
         os.environ["SKDPSYNTH_PLANT"] = plant
-        code = pytest.main(["-q", "-p", "no:xdist", "-p", "plant_leaks", *selection])
+        code = pytest.main(["-q", *PLUGINS, "-p", "plant_leaks", *selection])
         sys.stdout.flush(); sys.stderr.flush()
         os._exit(int(code))
     codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
@@ -69,7 +76,7 @@ def _run_all(runs: list[tuple[str, list[str]]], folder: Path) -> dict[str, tuple
     logs = [str(folder / f"run-{plant or 'none'}.log") for plant, _ in runs]
     if hasattr(os, "fork"):
         args = json.dumps([[p, s, log] for (p, s), log in zip(runs, logs)])
-        proc = subprocess.run([sys.executable, "-c", DRIVER, args], cwd=TESTS.parent, env=_env(),
+        proc = subprocess.run([sys.executable, "-c", DRIVER, args, json.dumps(PLUGINS)], cwd=TESTS.parent, env=_env(),
                               capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-3000:]
         codes = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -77,7 +84,7 @@ def _run_all(runs: list[tuple[str, list[str]]], folder: Path) -> dict[str, tuple
         codes = []
         for (plant, selection), log in zip(runs, logs):
             with open(log, "w") as out:
-                codes.append(subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "plant_leaks",
+                codes.append(subprocess.run([sys.executable, "-m", "pytest", "-q", *PLUGINS, "-p", "plant_leaks",
                                              *selection], cwd=TESTS.parent, env={**_env(), "SKDPSYNTH_PLANT": plant},
                                             stdout=out, stderr=subprocess.STDOUT, timeout=600).returncode)
     return {plant: (code, Path(log).read_text()) for (plant, _), code, log in zip(runs, codes, logs)}
