@@ -534,6 +534,18 @@ def _privacy_figures() -> list[Figure]:
     ]
 
 
+def _mst_speed_figures() -> list[Figure]:
+    src = "mst_speed.json"
+
+    def ratio(ds: str) -> Callable[[dict[str, Any]], Value]:
+        return lambda p: (lambda r: Value(r["ratio"], r["ratio_low"], r["ratio_high"], "ci"))(
+            one(p["summary"], dataset=ds))
+
+    return [Figure(f"mst_speed.{ds}.ratio", src, ratio(ds), ".2f") for ds in ("uci_dropout", "adult")] + [
+        Figure(f"mst_speed.{ds}.{side}", src, lambda p, ds=ds, side=side: one(p["summary"], dataset=ds)[
+            f"{side}_cpu_s"], ".2f", " s") for ds in ("uci_dropout", "adult") for side in ("baseline", "current")]
+
+
 def _audit_tabular_seconds(p: dict[str, Any]) -> Value:
     return value_range(r["seconds"] for r in p["rows"] if r["task"].startswith("tabular"))
 
@@ -683,6 +695,7 @@ FIGURES: list[Figure] = [
     *_sequence_figures(),
     *_aim_side_by_side_figures(),
     *_privacy_figures(),
+    *_mst_speed_figures(),
     Figure("audit.table", "audit_speed.json", _audit_speed_table),
     Figure("tabular.fit_table", "tabular.json", _tabular_speed_table),
     *_tabular_prose_figures(),
@@ -779,6 +792,7 @@ RERUN: dict[str, str] = {
     "caps_timing.json": "python benchmarks/caps_cycles.py --timing-only",
     "audit_speed.json": "python benchmarks/audit_speed.py",
     "privacy_audit.json": "python benchmarks/privacy_audit.py --n-jobs 16",
+    "mst_speed.json": "python benchmarks/mst_speed.py --repeats 10",
     "pearl_grid.json": "python benchmarks/pearl_grid.py --full --seeds 3 --n-jobs 16",
 }
 
