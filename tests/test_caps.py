@@ -25,6 +25,12 @@ TINY = dict(target="achievement", m1_hidden=(32,), z1_dim=4, m2_hidden=(16,), z2
             pretrain_epochs=1, n_surrogate=400, epochs=2, batch_size=16, n_public_samples=128, public_batch_size=32,
             public_steps=20, replay_new=200, replay_old=200, replay_epochs=1, label_replay=100)
 EXPECTED = 110  # a public planning size for the cohorts of 105 / 111 / 115 people
+#: for tests not about where the cohort size comes from: with a public size the DP-SGD plan is the same in every
+#: fit, and its calibration (about 1 of 1.3 s of CPU in a tiny fit) is computed once per process (it is cached on
+#: its settings); with a DP count each fit calibrates anew. The DP count's path is tested by
+#: test_cohort_size_does_not_leak, test_schema_estimated_under_dp, test_two_cycles_on_oulad_presentations, CAPS's
+#: privacy checks (tests/test_common.py) and its neighbour test (tests/test_neighbours.py)
+PUBLIC_SIZE = {"expected_cohort_size": EXPECTED}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -94,7 +100,7 @@ def test_three_cycles_spend_and_log(three_cycles):
 
 
 def test_sequential_composition_sums(cohorts, schema):
-    est = tiny(schema, epsilon=1.0, cohort_composition="sequential")
+    est = tiny(schema, epsilon=1.0, cohort_composition="sequential", **PUBLIC_SIZE)
     est.fit(cohorts[0].frame).partial_fit(cohorts[1].frame)
     per = est.privacy_spent_.per_cohort
     assert est.privacy_spent_.epsilon == pytest.approx(sum(e for e, _ in per))
@@ -118,7 +124,7 @@ def test_samples_valid_and_conditions(three_cycles, schema):
 
 
 def test_label_space_change(cohorts, schema):
-    est = tiny(schema, epsilon=1.0)
+    est = tiny(schema, epsilon=1.0, **PUBLIC_SIZE)
     est.fit(cohorts[0].frame)
     essay = cohorts[1].frame.copy()
     essay["achievement"] = np.where(essay["achievement"] == "low", "fail", "pass")
@@ -164,7 +170,7 @@ def test_bad_input_before_any_spend(cohorts, schema):
     with pytest.raises(PrivacyBudgetError, match="too small"):
         est.fit(X.iloc[:30])
     assert not hasattr(est, "budget_log_")
-    est = tiny(schema, epsilon=1.0).fit(X)
+    est = tiny(schema, epsilon=1.0, **PUBLIC_SIZE).fit(X)
     n_log = len(est.budget_log_)
     with pytest.raises(SchemaError, match="differ"):
         est.partial_fit(cohorts[1].frame.drop(columns=["w02_night"]))
@@ -175,13 +181,14 @@ def test_bad_input_before_any_spend(cohorts, schema):
 
 def test_public_data_and_surrogate(cohorts, schema):
     pub = make_learning_habits(300, n_weeks=N_WEEKS, cohort_shift=-0.5, random_state=9).data
-    est = tiny(schema, public_data=pub).fit(cohorts[0].frame)
+    est = tiny(schema, public_data=pub, **PUBLIC_SIZE).fit(cohorts[0].frame)
     assert est.pretrain_source_ == "public_data"
-    est2 = tiny(schema, public_data=functools.partial(make_learning_habits, n_weeks=N_WEEKS)).fit(cohorts[0].frame)
+    est2 = tiny(schema, public_data=functools.partial(make_learning_habits, n_weeks=N_WEEKS),
+                **PUBLIC_SIZE).fit(cohorts[0].frame)
     assert est2.pretrain_source_ == "surrogate: make_learning_habits"
     # a schema that is not the learning-habit one falls back to independent uniform draws
     frame = cohorts[0].frame.iloc[:, :5].join(cohorts[0].frame["achievement"])
-    est3 = tiny(schema.select(frame.columns)).fit(frame)
+    est3 = tiny(schema.select(frame.columns), **PUBLIC_SIZE).fit(frame)
     assert est3.pretrain_source_.startswith("surrogate: independent uniform")
 
 
@@ -272,7 +279,7 @@ def test_neighbouring_fits_get_fresh_noise(neighbours, schema):
 
 def test_global_torch_rng_untouched_and_pickle(cohorts, schema):
     state = torch.random.get_rng_state().clone()
-    est = tiny(schema).fit(cohorts[0].frame)
+    est = tiny(schema, **PUBLIC_SIZE).fit(cohorts[0].frame)
     est.sample(20)
     assert torch.equal(state, torch.random.get_rng_state())
     clone = pickle.loads(pickle.dumps(est))
@@ -400,9 +407,10 @@ INAPPLICABLE: dict[str, str] = {}
 
 
 def test_progress_bars_only_when_verbose(cohorts, schema, capsys):
-    tiny(schema).fit(cohorts[0].frame)
+    tiny(schema, **PUBLIC_SIZE).fit(cohorts[0].frame)
     assert "CAPS" not in capsys.readouterr().err
-    tiny(schema, verbose=1, random_state=7).fit(cohorts[0].frame)  # another seed: not the cached pre-training
+    # another seed: not the cached pre-training
+    tiny(schema, verbose=1, random_state=7, **PUBLIC_SIZE).fit(cohorts[0].frame)
     err = capsys.readouterr().err
     assert "CAPS: pre-train M1" in err and "CAPS: SPSSL" in err and "CAPS: generative replay" in err
 
