@@ -227,7 +227,8 @@ def test_knowledge_tracing_check_names_missing_columns(students):
 
 
 # --------------------------------------------------------------------------- real data
-@pytest.mark.realdata
+@pytest.mark.slow  # AIM at epsilon 5 on 2,212 real students and a full audit; the approval path runs by default
+@pytest.mark.realdata  # on simulated students (test_oracle_release_is_approved) and in the demo (tests/test_demo.py)
 def test_reasonable_release_of_uci_dropout_is_approved(data_dir):
     from skdpsynth import AIMSynthesizer
     from skdpsynth.datasets._schemas import uci_dropout_schema

@@ -451,6 +451,7 @@ def test_schema_estimated_under_dp(cohorts):
     assert set(est.sample(50, random_state=0)["achievement"].dropna()) <= set(est.label_space_)
 
 
+@pytest.mark.slow  # two CAPS cycles on real OULAD cohorts; cycles on simulated cohorts run by default
 @pytest.mark.realdata
 def test_two_cycles_on_oulad_presentations(data_dir):
     """Real cohorts: two presentations of OULAD module GGG (different students), weekly clicks discretised."""

@@ -201,7 +201,9 @@ def dask_client():
     cluster.close()
 
 
-@pytest.mark.parametrize("epsilon", [1.0, None])
+# the non-private fit checks the merge of every partition's statistics by default; the private one (the same
+# statistics, then the noise) runs with -m slow
+@pytest.mark.parametrize("epsilon", [pytest.param(1.0, marks=pytest.mark.slow), None])
 @pytest.mark.usefixtures("reproducible_noise")
 def test_dask_dataframe_on_a_local_cluster(dask_client, epsilon):
     dd = pytest.importorskip("dask.dataframe")

@@ -27,6 +27,7 @@ def test_demo_writes_report(tmp_path, capsys):
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
 
 
+@pytest.mark.slow  # a second demo run; the default demo test already asserts no warning reaches stderr
 def test_sdmetrics_deprecation_does_not_reach_the_demo(tmp_path, capsys):
     sys.modules.pop("sdmetrics.reports.single_table", None)  # its import is what warns
     with warnings.catch_warnings(record=True) as caught:

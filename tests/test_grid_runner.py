@@ -22,6 +22,7 @@ def test_make_grid_is_the_full_product():
     assert len({tuple(sorted(s.items(), key=str)) for s in grid}) == len(grid)
 
 
+@pytest.mark.slow  # benchmark infrastructure, not the package: a Dask cluster for a toy grid (about 6 s of CPU)
 def test_default_and_dask_backends_agree():
     distributed = pytest.importorskip("distributed")
     grid = _grid()
