@@ -807,7 +807,6 @@ STALE_ALLOWED: dict[str, str] = {
     "tabular_side_by_side_deep.json": _UNSTAMPED + "; CTGAN / TVAE fits take about 15 CPU minutes",
     "tabular_side_by_side_tvae.json": _UNSTAMPED + "; TVAE fits take about 25 CPU minutes",
     "tabular.json": _UNSTAMPED,
-    "tabular_pategan_fixed.json": _UNSTAMPED,
     "tabular_side_by_side_npgc_mst.json": _UNSTAMPED + "; an earlier run, quoted as such (NPGC has changed since)",
     "sequences.json": _UNSTAMPED,
 }
