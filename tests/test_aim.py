@@ -407,3 +407,24 @@ def test_dropout_fit_uses_the_target(data_dir):
     est = AIMSynthesizer(epsilon=1.0, schema=b.schema, random_state=0).fit(b.frame)
     assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
     assert any(b.target in cl and len(cl) == 2 for cl in est.selected_)
+
+
+@pytest.mark.slow  # an Adult fit and a sample (a few seconds)
+@pytest.mark.realdata
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: since the shared engine, about 1 AIM fit in 6 on Adult at epsilon 1 "
+                   "collapses (here the warm-started estimate drives the education x education-num potential to "
+                   "+-2000 and every person into one education cell; a cold-start estimate of the same "
+                   "measurements is fine); the pre-engine AIM (78be7b7) kept 12 of 12 seeds")
+def test_adult_fit_keeps_its_one_way_marginals(data_dir):
+    """The release's 1-way shares stay near the data's: a collapsed estimate (one cell holding everyone) fails."""
+    from skdpsynth.datasets import load_adult
+
+    b = load_adult(path=data_dir / "adult", download=False)
+    X = b.frame
+    est = AIMSynthesizer(epsilon=1.0, delta=1e-9, schema=b.schema, random_state=2, reproducible_noise=True).fit(X)
+    synth = est.sample(len(X), random_state=0)
+    for col in ("education", "workclass", "marital-status", "relationship"):
+        real = X[col].astype(str).value_counts(normalize=True)
+        fake = synth[col].astype(str).value_counts(normalize=True)
+        tvd = 0.5 * real.subtract(fake, fill_value=0).abs().sum()
+        assert tvd < 0.1, f"{col}: 1-way TVD {tvd:.2f} (the healthy seeds reach at most 0.03)"
