@@ -801,14 +801,12 @@ _UNSTAMPED = "written before result files were stamped: no record of the code it
 #: published files allowed to be stale or unstamped, each with why; this set may only shrink
 #: (``tests/test_results_fresh.py`` fails on an entry that has become fresh, so it is removed when rerun)
 STALE_ALLOWED: dict[str, str] = {
-    "npgc_mst_utility.json": _UNSTAMPED + "; the earlier NPGC / MST comparison (10 seeds), quoted as such",
     "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
     "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
     "tabular_side_by_side_deep.json": _UNSTAMPED + "; CTGAN / TVAE fits take about 15 CPU minutes",
     "tabular_side_by_side_tvae.json": _UNSTAMPED + "; TVAE fits take about 25 CPU minutes",
     "tabular.json": _UNSTAMPED,
     "tabular_side_by_side_npgc_mst.json": _UNSTAMPED + "; an earlier run, quoted as such (NPGC has changed since)",
-    "sequences.json": _UNSTAMPED,
 }
 
 
