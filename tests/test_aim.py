@@ -411,7 +411,8 @@ def test_dropout_fit_uses_the_target(data_dir):
 
 @pytest.mark.slow  # an Adult fit and a sample (a few seconds)
 @pytest.mark.realdata
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: since the shared engine, about 1 AIM fit in 6 on Adult at epsilon 1 "
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open: since the shared engine, about 1 AIM fit in 6 on Adult at epsilon 1 "
                    "collapses (here the warm-started estimate drives the education x education-num potential to "
                    "+-2000 and every person into one education cell; a cold-start estimate of the same "
                    "measurements is fine); the pre-engine AIM (78be7b7) kept 12 of 12 seeds")
