@@ -37,7 +37,9 @@ def test_synthesizer_checks(mixed_frame, mixed_schema, epsilon):
 def test_synthesizer_checks_without_schema(mixed_frame):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        check_synthesizer(DPMarginalsSynthesizer(epsilon=5.0, random_state=0), mixed_frame)
+        # epsilon 10: at 5 a rare fresh draw (one CI run) released no range for the date column (a clean refusal
+        # decided by DP answers), and these checks need fresh noise, so the draw cannot be fixed
+        check_synthesizer(DPMarginalsSynthesizer(epsilon=10.0, random_state=0), mixed_frame)
 
 
 def test_dtypes_and_columns_round_trip(mixed_frame, mixed_schema):
