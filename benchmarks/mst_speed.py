@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import subprocess
 import sys
 import tarfile
@@ -63,8 +64,8 @@ def export(commit: str, into: Path) -> Path:
 
 def fit_cpu(root: Path, dataset: str, seed: int) -> float:
     out = subprocess.run([sys.executable, "-c", WORKER, str(root), dataset, str(seed)], capture_output=True,
-                         text=True, check=True, env={"PYTHONWARNINGS": "ignore", "PATH": "/usr/bin:/bin",
-                                                     "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"})
+                         text=True, check=True, env={**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1",
+                                                     "MPLBACKEND": "Agg"})
     return float(out.stdout.strip().splitlines()[-1])
 
 

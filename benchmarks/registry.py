@@ -539,8 +539,10 @@ def _mst_speed_figures() -> list[Figure]:
     src = "mst_speed.json"
 
     def ratio(ds: str) -> Callable[[dict[str, Any]], Value]:
-        return lambda p: (lambda r: Value(r["ratio"], r["ratio_low"], r["ratio_high"], "ci"))(
-            one(p["summary"], dataset=ds))
+        def read(p: dict[str, Any]) -> Value:
+            r = one(p["summary"], dataset=ds)
+            return Value(r["ratio"], r["ratio_low"], r["ratio_high"], "ci")
+        return read
 
     return [Figure(f"mst_speed.{ds}.ratio", src, ratio(ds), ".2f") for ds in ("uci_dropout", "adult")] + [
         Figure(f"mst_speed.{ds}.{side}", src, lambda p, ds=ds, side=side: one(p["summary"], dataset=ds)[
