@@ -7,9 +7,11 @@ Estimation minimises Private-PGM's objective (McKenna, Sheldon & Miklau 2019),
 the inverse-variance weighted squared error between the model's marginals
 and the noisy measurements, ``sum_r ||mu_r - y_r||^2 / (2 var_r)``, over the
 graphical models of that tree. Each step tries an IPF-like, scale-free
-preconditioned step, ``theta_r -= s (mu_r - y_r) w_r / (W_r max(mu_r, 1))``
-(``W_r`` sums the weights of the measurements that share ``r``'s home clique),
-and keeps it when it lowers the loss by at least 1e-4 of it; otherwise it takes
+preconditioned step, ``theta_r += s g_r w_r / W_r`` (``W_r`` sums the weights
+of the measurements that share ``r``'s home clique) with IPF's direction
+``g_r = log(y_r / mu_r)`` where a cell must grow and ``(y_r - mu_r) / mu_r``
+(at least -1) where it must shrink, counts floored at one person
+(:func:`_ipf_direction`), and keeps it when it lowers the loss by at least 1e-4 of it; otherwise it takes
 a mirror-descent step (Private-PGM's, ``theta_r -= alpha w_r (mu_r - y_r)``,
 Armijo line search on ``alpha``), which always descends, and retries the
 IPF-like step after 1, 2, 4, ... steps. The IPF-like step fits a newly measured
@@ -308,6 +310,17 @@ def _moved(model: MarkovModel, delta: dict[Clique, np.ndarray]) -> MarkovModel:
     return MarkovModel(model.tree, {cl: t + delta[cl] for cl, t in model.potentials.items()}, model.total, model.homes)
 
 
+def _ipf_direction(mu: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Bounded IPF-like change of each cell's log-potential towards its measurement (counts floored at one person).
+
+    Up: ``log(y / mu)``, IPF's own step, not its linearisation ``(y - mu) / mu``, which overshoots without bound
+    where the model holds almost nobody and a noisy count is large. Down: ``(y - mu) / mu``, at least -1 per step.
+    """
+    floor_mu = np.maximum(mu, 1.0)
+    up = np.log(np.maximum(y, 1.0) / floor_mu)
+    return np.where(y > mu, up, np.maximum((y - mu) / floor_mu, -1.0))
+
+
 def _mirror_step(model: MarkovModel, obj: _Objective, mu: np.ndarray, loss: float, alpha: float):
     """One mirror-descent step ``theta_r -= alpha w_r (mu_r - y_r)`` with an Armijo line search on ``alpha``.
 
@@ -375,7 +388,7 @@ def estimate(tree: JunctionTree, measurements: list[Measurement], total: float, 
     next_ipf, backoff = 0, 1  # after a failed IPF-like step, the next try waits 1, 2, 4, ... iterations
     for t in range(iters):
         if t >= next_ipf:
-            trial = _moved(model, obj.tables(-step * scale * (mu - obj.y) / np.maximum(mu, 1.0)))
+            trial = _moved(model, obj.tables(step * scale * _ipf_direction(mu, obj.y)))
             new_loss, new_mu = obj.evaluate(trial)
             if loss - new_loss >= _STALL * loss:
                 model, loss, mu = trial, new_loss, new_mu
