@@ -87,6 +87,11 @@ def mixed_frame() -> pd.DataFrame:
 @pytest.fixture
 def mixed_schema():
     """The public schema of ``mixed_frame``."""
+    return make_mixed_schema()
+
+
+def make_mixed_schema():
+    """The public schema of :func:`make_mixed`'s tables."""
     from skdpsynth import TableSchema
 
     return TableSchema.from_dict({

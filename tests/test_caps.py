@@ -379,6 +379,7 @@ def test_empty_poisson_batch_is_noise_only():
     assert update.std().item() == pytest.approx(2.0 / 4, rel=0.15)
 
 
+@pytest.mark.slow  # scikit-learn's whole suite: about 7 s of CPU (tests/test_common.py's checks run by default)
 def test_check_estimator_applicable_checks(cohorts, schema):
     """scikit-learn's checks, minus those that cannot apply to a labelled DP synthesizer (see docs/caps.md)."""
     from sklearn.utils.estimator_checks import check_estimator
@@ -433,6 +434,8 @@ def test_learns_the_label_on_68_features():
     assert scores[None] > 0.45 and scores[4.0] > 0.28, scores
 
 
+@pytest.mark.slow  # a 1,500-person cohort (about 9 s of CPU); the no-schema domain estimate runs by default in
+# tests/test_observables_kinds.py (CAPS without a schema, up to its model)
 def test_schema_estimated_under_dp(cohorts):
     """Without a schema the domain is estimated under DP from the first cohort and charged to it (needs a
     larger cohort: at n ~ 100 no category clears the DP release threshold)."""

@@ -93,7 +93,7 @@ def test_statistics_merge_equals_one_pass():
                                                      minlength=table.size).reshape(table.shape))
 
 
-@pytest.mark.parametrize("cap", [1, 8, 64, 256, 10_000])
+@pytest.mark.parametrize("cap", [1, 8, 64, 256, pytest.param(10_000, marks=pytest.mark.slow)])  # 10,000: 4 s
 def test_grouped_pair_tables_are_the_pair_tables(cap):
     # columns packed into groups count the same tables as every pair on its own, chunk after chunk
     rng = np.random.default_rng(cap)
@@ -201,9 +201,10 @@ def dask_client():
     cluster.close()
 
 
-# the non-private fit checks the merge of every partition's statistics by default; the private one (the same
-# statistics, then the noise) runs with -m slow
-@pytest.mark.parametrize("epsilon", [pytest.param(1.0, marks=pytest.mark.slow), None])
+# a local Dask cluster takes about 3 s to start and 6 s to fit: the Dask tests run with -m slow; the merge of the
+# partitions' statistics runs by default without a cluster (the chunked and grouped tests above)
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [1.0, None])
 @pytest.mark.usefixtures("reproducible_noise")
 def test_dask_dataframe_on_a_local_cluster(dask_client, epsilon):
     dd = pytest.importorskip("dask.dataframe")
@@ -223,6 +224,7 @@ def test_dask_dataframe_on_a_local_cluster(dask_client, epsilon):
     assert len(dask_client.scheduler_info()["workers"]) == 2
 
 
+@pytest.mark.slow
 def test_dask_partition_errors_reach_the_caller(dask_client):
     dd = pytest.importorskip("dask.dataframe")
     X = _table(800)

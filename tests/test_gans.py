@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import make_mixed, make_mixed_schema
 from sklearn.utils.estimator_checks import check_estimator
 
 from skdpsynth import DPCTGANSynthesizer, PATEGANSynthesizer, PrivacyBudgetError
@@ -48,12 +49,18 @@ def test_grid_encoder_round_trip(mixed_frame, mixed_schema):
 
 
 # ------------------------------------------------------------------------------------------ DP-CTGAN
+@pytest.fixture(scope="module")
+def dpctgan_fits():
+    """DP-CTGAN fitted at epsilon 0.5 and 3 (each DP-SGD fit calibrates its noise: about 2 s of CPU)."""
+    return {eps: DPCTGANSynthesizer(epsilon=eps, delta=1e-5, schema=make_mixed_schema(), random_state=0, **_TINY_DP)
+            .fit(make_mixed()) for eps in (0.5, 3.0)}
+
+
 @pytest.mark.parametrize("epsilon", [0.5, 3.0])
-def test_dpctgan_accounting_recomputes(mixed_frame, mixed_schema, epsilon):
+def test_dpctgan_accounting_recomputes(dpctgan_fits, epsilon):
     from opacus.accountants import RDPAccountant
 
-    est = DPCTGANSynthesizer(epsilon=epsilon, delta=1e-5, schema=mixed_schema, random_state=0, **_TINY_DP)
-    est.fit(mixed_frame)
+    est = dpctgan_fits[epsilon]
     clip, count, sgd = est.budget_log_
     assert "clipped to the public bounds" in clip.target and math.isclose(clip.epsilon, 0.01 * epsilon)
     assert count.mechanism == "geometric" and math.isclose(count.epsilon, 0.02 * 0.99 * epsilon)
@@ -70,10 +77,8 @@ def test_dpctgan_accounting_recomputes(mixed_frame, mixed_schema, epsilon):
     assert est.privacy_spent_.delta <= 1e-5
 
 
-def test_dpctgan_noise_grows_as_epsilon_shrinks(mixed_frame, mixed_schema):
-    sig = [DPCTGANSynthesizer(epsilon=e, schema=mixed_schema, random_state=0, **_TINY_DP).fit(mixed_frame)
-           .noise_multiplier_ for e in (0.5, 5.0)]
-    assert sig[0] > sig[1] > 0
+def test_dpctgan_noise_grows_as_epsilon_shrinks(dpctgan_fits):
+    assert dpctgan_fits[0.5].noise_multiplier_ > dpctgan_fits[3.0].noise_multiplier_ > 0
 
 
 def test_dpctgan_non_private(mixed_frame, mixed_schema):
@@ -94,6 +99,7 @@ def test_dpctgan_bad_parameters_before_any_budget(mixed_frame, mixed_schema, par
     assert not hasattr(est, "budget_log_")
 
 
+@pytest.mark.slow  # about 4 s of CPU; every check of DP-CTGAN also runs with -m slow below
 def test_dpctgan_checks_quick(mixed_frame, mixed_schema):
     # "budget" and "no_training_rows" run in every default run with these settings: tests/test_common.py,
     # test_synthesizer_checks[dpctgan-privacy] (each DP-SGD fit calibrates its noise anew: about 1.5 s of CPU)

@@ -43,7 +43,7 @@ def simulate_order_clicks(n_learners: int, seed: int = 0) -> tuple[list[np.ndarr
 KT_COLS = {"id_column": "learner", "order_column": "t", "skill_column": "kc", "correct_column": "ok"}
 
 
-@pytest.mark.parametrize("model", [DKT, SAKT])
+@pytest.mark.parametrize("model", [DKT, pytest.param(SAKT, marks=pytest.mark.slow)])  # each trains for 3 s
 def test_kt_models_beat_majority_floor(model):
     train, test = simulate_kt(800, seed=0), simulate_kt(300, seed=1)
     est = model(**KT_COLS, max_epochs=8, random_state=0).fit(train)

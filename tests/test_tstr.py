@@ -108,6 +108,7 @@ def test_tstr_regressor():
     assert np.all(res["test_score"] < 0.5)  # independent marginals carry no x -> y relation
 
 
+@pytest.mark.slow  # 5 NPGC fits on 4,424 real students (5 s); test_cross_validate_tstr_classifier runs by default
 @pytest.mark.realdata
 def test_npgc_cross_validated_tstr_on_uci_dropout(data_dir):
     from skdpsynth import NPGCSynthesizer
