@@ -23,6 +23,8 @@ __all__ = ["PROG", "EXIT_OK", "EXIT_REJECTED", "EXIT_INPUT", "EXIT_INTERNAL", "P
            "say"]
 
 PROG = "skdpsynth"
+#: 0 done; 1 a release rejected; 2 bad input or set-up (a missing extra included): the message says what to do;
+#: 3 an internal error (a bug)
 EXIT_OK, EXIT_REJECTED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
@@ -90,7 +92,7 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
     except KeyboardInterrupt:
         _error("interrupted.")
         return 130
-    except (SkdpsynthError, ValueError, OSError) as exc:
+    except (SkdpsynthError, ValueError, OSError, ImportError) as exc:  # ImportError: an extra to install
         if debug:
             traceback.print_exc()
         _error(str(exc) or type(exc).__name__)

@@ -59,6 +59,17 @@ def test_without_the_deep_extra_deep_classes_import_and_name_the_extra_at_fit_be
         else:
             raise AssertionError("the torch models imported without torch")
         assert "torch" not in sys.modules
+        # the command line says which extra to install, as bad input (exit 2), not as an internal error
+        import contextlib, io, pathlib, tempfile
+        from skdpsynth.cli import main
+        with tempfile.TemporaryDirectory() as tmp:
+            data.frame.to_csv(pathlib.Path(tmp) / "data.csv", index=False)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = main(["synthesize", str(pathlib.Path(tmp) / "data.csv"), "--method", "dpctgan", "--epsilon",
+                             "1", "-o", str(pathlib.Path(tmp) / "out.csv")])
+            assert code == 2 and 'skdpsynth[deep]' in err.getvalue(), (code, err.getvalue())
+            assert "internal error" not in err.getvalue() and not (pathlib.Path(tmp) / "out.csv").exists()
         print("checked")
     """)
     assert out.returncode == 0 and out.stdout.strip() == "checked", out.stderr[-3000:]
