@@ -549,6 +549,39 @@ def _mst_speed_figures() -> list[Figure]:
             f"{side}_cpu_s"], ".2f", " s") for ds in ("uci_dropout", "adult") for side in ("baseline", "current")]
 
 
+def _engine_quality_table(p: dict[str, Any]) -> str:
+    """docs/aim.md's no-loss table of engine_quality.json: each version's means, the differences and CPU ratios."""
+    names = {"uci_dropout": "UCI dropout", "adult": "Adult"}
+    ci = lambda r, m, sign="+": f"{r[m]:{sign}.3f} [{r[m + '_low']:{sign}.3f}, {r[m + '_high']:{sign}.3f}]"  # noqa: E731
+    lines = ["", "", "| | seeds | TSTR before -> now | difference | SDMetrics before -> now | difference "
+             "| fit CPU s before -> now | ratio |", "|---|---|---|---|---|---|---|---|"]
+    for r in p["summary"]:
+        lines.append(f"| {names.get(r['dataset'], r['dataset'])}, {r['method']} | {r['seeds']} "
+                     f"| {r['baseline_tstr']:.3f} -> {r['current_tstr']:.3f} | {ci(r, 'tstr_diff')} "
+                     f"| {r['baseline_quality']:.3f} -> {r['current_quality']:.3f} | {ci(r, 'quality_diff')} "
+                     f"| {r['baseline_cpu_s']:.2f} -> {r['current_cpu_s']:.2f} "
+                     f"| {r['cpu_ratio']:.2f} [{r['cpu_ratio_low']:.2f}, {r['cpu_ratio_high']:.2f}] |")
+    return "\n".join(lines) + "\n\n"
+
+
+def _engine_quality_figures() -> list[Figure]:
+    """The differences (now - before) and fit CPU ratios of engine_quality.json docs/aim.md quotes, with intervals."""
+    def read(ds: str, method: str, field: str) -> Callable[[dict[str, Any]], Value]:
+        def value(p: dict[str, Any]) -> Value:
+            r = one(p["summary"], dataset=ds, method=method)
+            return Value(r[field], r[f"{field}_low"], r[f"{field}_high"], "ci")
+        return value
+
+    return [Figure(f"engine_quality.{ds}.{method.lower()}.{field}", "engine_quality.json", read(ds, method, field),
+                   ".2f" if field == "cpu_ratio" else "+.3f")
+            for ds, method, field in _ENGINE_QUALITY_QUOTED]
+
+
+_ENGINE_QUALITY_QUOTED = [("uci_dropout", "MST", "tstr_diff"), ("uci_dropout", "AIM", "tstr_diff"),
+                          ("uci_dropout", "MST", "quality_diff"), ("adult", "AIM", "quality_diff"),
+                          *[(ds, m, "cpu_ratio") for ds in ("uci_dropout", "adult") for m in ("MST", "AIM")]]
+
+
 def _audit_tabular_seconds(p: dict[str, Any]) -> Value:
     return value_range(r["seconds"] for r in p["rows"] if r["task"].startswith("tabular"))
 
@@ -699,6 +732,9 @@ FIGURES: list[Figure] = [
     *_aim_side_by_side_figures(),
     *_privacy_figures(),
     *_mst_speed_figures(),
+    Figure("engine_quality.table", "engine_quality.json", _engine_quality_table),
+    Figure("engine_quality.seeds", "engine_quality.json", lambda p: p["seeds"], ".0f"),
+    *_engine_quality_figures(),
     Figure("audit.table", "audit_speed.json", _audit_speed_table),
     Figure("tabular.fit_table", "tabular.json", _tabular_speed_table),
     *_tabular_prose_figures(),
@@ -796,6 +832,7 @@ RERUN: dict[str, str] = {
     "audit_speed.json": "python benchmarks/audit_speed.py",
     "privacy_audit.json": "python benchmarks/privacy_audit.py --n-jobs 16",
     "mst_speed.json": "python benchmarks/mst_speed.py --repeats 10",
+    "engine_quality.json": "python benchmarks/engine_quality.py --seeds 10",
     "pearl_grid.json": "python benchmarks/pearl_grid.py --full --seeds 3 --n-jobs 16",
 }
 
