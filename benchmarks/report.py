@@ -8,15 +8,20 @@
 The figures are listed in ``benchmarks/registry.py``. README.md's table lies between the lines
 ``<!-- measured:start -->`` and ``<!-- measured:end -->``; in docs/*.md a figure is written
 ``<!-- fig:KEY -->TEXT<!-- /fig -->`` (HTML comments: invisible on GitHub and in the Sphinx site) and TEXT is
-replaced. A result file is fresh when its stamp's ``depends`` hashes equal the files as they are now.
+replaced. A result file is fresh when each file of its stamp's ``depends`` still has the stamped sha256, or when
+the file as it was (read back from git at the stamp's commit, and checked against that sha256) differs from
+today's only in comments and docstrings: text that no result can depend on.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
+import hashlib
 import json
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +136,39 @@ class Freshness:
         return head + f"\n    rerun: {self.command or '(unknown: see the file report)'}"
 
 
+def _code(source: bytes) -> str | None:
+    """A module's code with its docstrings removed (``ast.dump``, so comments and layout are gone too)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def _same_code(rel: str, digest: str, commit: str | None, root: Path) -> bool:
+    """Whether ``rel`` as the stamp hashed it differs from the file now in comments and docstrings only.
+
+    The stamped version is read back from git at the stamp's ``commit`` and used only when its sha256 is the
+    stamped one (a result written on uncommitted code, or a checkout without that commit, stays stale).
+    """
+    if not commit or not rel.endswith(".py"):
+        return False
+    try:
+        out = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=root, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if out.returncode != 0 or hashlib.sha256(out.stdout).hexdigest() != digest:
+        return False
+    then = _code(out.stdout)
+    return then is not None and then == _code((root / rel).read_bytes())
+
+
 def freshness(source: str, root: Path = ROOT, results: Path = RESULTS) -> Freshness:
     """Compare a result file's stamped ``depends`` hashes with the files under ``root`` now."""
     payload = load(source, results)
@@ -142,7 +180,7 @@ def freshness(source: str, root: Path = ROOT, results: Path = RESULTS) -> Freshn
         path = root / rel
         if not path.is_file():
             changed.append(f"{rel} (removed)")
-        elif sha256(path) != digest:
+        elif sha256(path) != digest and not _same_code(rel, digest, stamp.get("commit"), root):
             changed.append(rel)
     command = stamp.get("command") or RERUN.get(source, "")
     return Freshness(source, "stale" if changed else "fresh", changed, command)

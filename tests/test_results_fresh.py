@@ -147,6 +147,40 @@ def test_freshness_sees_a_changed_dependency(tmp_path):
     assert report.freshness("r.json", root=tmp_path, results=results).changed == ["benchmarks/dep.py (removed)"]
 
 
+def test_freshness_ignores_docstrings_and_comments_but_not_code(tmp_path):
+    """A change to a dependency's docstrings or comments keeps a result fresh; any change to its code does not."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    dep = tmp_path / "benchmarks" / "dep.py"
+    dep.parent.mkdir()
+    dep.write_text('"""Module."""\n\n\ndef f(x):\n    """Add one."""\n    return x + 1  # the count\n')
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dep")
+    results = tmp_path / "results"
+    results.mkdir()
+    stamp = {"commit": git("rev-parse", "HEAD"), "depends": {"benchmarks/dep.py": common.sha256(dep)}}
+    (results / "r.json").write_text(json.dumps({"stamp": stamp}))
+
+    def state() -> str:
+        return report.freshness("r.json", root=tmp_path, results=results).state
+
+    dep.write_text('"""Module, reworded."""\n\n\ndef f(x):\n    """Add one to x.\n\n    More words.\n    """\n'
+                   '    # why: a new comment\n    return x + 1\n')
+    assert state() == "fresh"
+    dep.write_text('"""Module."""\n\n\ndef f(x):\n    """Add one."""\n    return x + 2  # the count\n')
+    assert state() == "stale"
+    dep.write_text('"""Module."""\n\n\ndef f(x):\n    return x + 1\n')  # a docstring-only function body stays code
+    assert state() == "fresh"
+    dep.write_text('"""Module."""\n\n\ndef f(x):\n    """Add one."""\n    "a statement"\n    return x + 1\n')
+    assert state() == "stale"  # only the first string of a body is its docstring
+    stamp["commit"] = "0" * 40  # a commit this checkout does not have: the hash alone decides
+    (results / "r.json").write_text(json.dumps({"stamp": stamp}))
+    dep.write_text('"""Module, reworded."""\n\n\ndef f(x):\n    """Add one."""\n    return x + 1  # the count\n')
+    assert state() == "stale"
+
+
 def test_report_rewrites_spans_and_the_measured_table_and_check_sees_a_changed_figure(tmp_path):
     texts = report.figure_texts()
     key = registry.FIGURES[0].key
