@@ -4,6 +4,8 @@
     python -m benchmarks.report --check    # print the differences, exit 1 if any (nothing written)
     python -m benchmarks.report --stale    # the published result files that are stale or unstamped, and the
                                            # command that regenerates each
+    python -m benchmarks.report --impact skdpsynth/privacy/_domain.py   # the published result files a change
+                                           # to these files' code would make stale, with their commands
 
 The figures are listed in ``benchmarks/registry.py``. README.md's table lies between the lines
 ``<!-- measured:start -->`` and ``<!-- measured:end -->``; in docs/*.md a figure is written
@@ -122,7 +124,7 @@ class Freshness:
     """Whether a published result file was written by the code as it is now."""
 
     source: str
-    state: str  # "fresh", "stale" or "unstamped"
+    state: str  # "fresh", "stale" or "unstamped" ("depends on" in an impact listing)
     changed: list[str] = field(default_factory=list)
     command: str = ""
 
@@ -132,7 +134,7 @@ class Freshness:
         if self.changed:
             shown = ", ".join(self.changed[:8]) + (f" and {len(self.changed) - 8} more" if len(self.changed) > 8
                                                    else "")
-            head += f" (changed since it was written: {shown})"
+            head += f" ({shown})" if self.state == "depends on" else f" (changed since it was written: {shown})"
         return head + f"\n    rerun: {self.command or '(unknown: see the file report)'}"
 
 
@@ -186,6 +188,18 @@ def freshness(source: str, root: Path = ROOT, results: Path = RESULTS) -> Freshn
     return Freshness(source, "stale" if changed else "fresh", changed, command)
 
 
+def impact(files: list[str], root: Path = ROOT, results: Path = RESULTS) -> list[Freshness]:
+    """The published result files whose stamp depends on any of ``files`` (repository-relative paths)."""
+    wanted = {Path(f).as_posix().lstrip("./") for f in files}
+    out = []
+    for source in published_files():
+        stamp = load(source, results).get("stamp") or {}
+        hit = sorted(wanted & set(stamp.get("depends") or {}))
+        if hit:
+            out.append(Freshness(source, "depends on", hit, stamp.get("command") or RERUN.get(source, "")))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -193,7 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="print the differences, exit 1 if any")
     mode.add_argument("--stale", action="store_true",
                       help="list the stale or unstamped published files with their commands")
+    mode.add_argument("--impact", nargs="+", metavar="FILE",
+                      help="list the published result files a code change to FILE would make stale")
     args = parser.parse_args(argv)
+    if args.impact:
+        hits = impact(args.impact)
+        for st in hits:
+            print(st.describe())
+        print(f"{len(hits)} of {len(published_files())} published result files depend on {' '.join(args.impact)}.")
+        return 0
     if args.stale:
         states = [freshness(s) for s in published_files()]
         for st in states:

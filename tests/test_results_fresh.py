@@ -181,6 +181,16 @@ def test_freshness_ignores_docstrings_and_comments_but_not_code(tmp_path):
     assert state() == "stale"
 
 
+def test_impact_lists_the_published_files_that_depend_on_a_file():
+    source = registry.published_files()[0]
+    stamp = report.load(source)["stamp"]
+    dep = next(iter(stamp["depends"]))
+    hits = {st.source: st for st in report.impact([dep, "no/such/file.py"])}
+    assert source in hits and hits[source].changed == [dep]
+    assert all(dep in report.load(s)["stamp"]["depends"] for s in hits)
+    assert not report.impact(["no/such/file.py"])
+
+
 def test_report_rewrites_spans_and_the_measured_table_and_check_sees_a_changed_figure(tmp_path):
     texts = report.figure_texts()
     key = registry.FIGURES[0].key
