@@ -344,8 +344,6 @@ def _aim_side_by_side_figures() -> list[Figure]:
         Figure("sbs.uci_dropout.pgm_aim.seeds", _SBS_SOURCES["uci_dropout"], lambda p: values(
             r["tstr"] for r in sorted(select(p["rows"], dataset="uci_dropout", method="private-pgm AIM"),
                                       key=lambda r: r["seed"])), ".3f"),
-        Figure("sbs.uci_dropout.aim_in_adult_run", _SBS_SOURCES["uci_dropout"],
-               lambda p: one(p["aggregate"], dataset="adult", method="AIM")["tstr"], ".3f"),
     ]
     return figs
 
@@ -382,6 +380,7 @@ def _audit_check_seconds(field: str) -> Callable[[dict[str, Any]], Value]:
 
 
 _TAB_METHODS = ("DPMarginals", "MST", "NPGC", "DPCTGAN", "PATEGAN", "CTGAN", "TVAE")
+_TAB_DP = ("DPMarginals", "MST", "NPGC", "DPCTGAN", "PATEGAN")
 _TAB_DATASETS = ("adult", "oulad", "uci_dropout", "uci_hesp")
 
 
@@ -462,9 +461,10 @@ def _tabular_prose_figures() -> list[Figure]:
         Figure("tab.deep_vs_npgc.big", src, _tab_ratio(big, ("CTGAN", "TVAE")), ".0f", "x"),
         Figure("tab.ctgan_vs_npgc.adult", src, _tab_ratio(("adult",), ("CTGAN",)), ".0f", "x"),
         Figure("tab.tvae_vs_npgc.adult", src, _tab_ratio(("adult",), ("TVAE",)), ".0f", "x"),
-        Figure("tab.ctgan_vs_npgc.hesp", src, _tab_ratio(("uci_hesp",), ("CTGAN",)), ".1f", "x"),
-        Figure("tab.tvae_vs_npgc.hesp", src, _tab_ratio(("uci_hesp",), ("TVAE",)), ".1f", "x"),
+        Figure("tab.ctgan_vs_npgc.hesp", src, _tab_ratio(("uci_hesp",), ("CTGAN",)), ".0f", "x"),
+        Figure("tab.tvae_vs_npgc.hesp", src, _tab_ratio(("uci_hesp",), ("TVAE",)), ".0f", "x"),
         Figure("tab.mst_vs_npgc", src, _tab_ratio(_TAB_DATASETS, ("MST",)), ".2f", "x"),
+        Figure("tab.dpctgan_vs_npgc", src, _tab_ratio(_TAB_DATASETS, ("DPCTGAN",)), ".0f", "x"),
         Figure("tab.mst.quality.oulad.eps1", src, _tab_point("oulad", "MST", 1.0, "quality"), ".2f"),
         Figure("tab.npgc.quality.uci_dropout.eps1", src, _tab_point("uci_dropout", "NPGC", 1.0, "quality"), ".2f"),
         Figure("tab.npgc.quality.uci_dropout.eps10", src, _tab_point("uci_dropout", "NPGC", 10.0, "quality"), ".2f"),
@@ -486,8 +486,9 @@ def _tabular_prose_figures() -> list[Figure]:
             r["quality"] for r in p["rows"] if r["epsilon"] == 1.0), ".2f"),
         Figure("tab.pategan_fixed.tstr", "tabular_pategan_fixed.json",
                _tab_range(_TAB_DATASETS, ("PATEGAN",), "tstr_ratio"), ".2f"),
-        Figure("tab.membership.hesp.counts.eps1", src, lambda p: value_range(
-            _tabular_cell(p, "uci_hesp", m, 1.0, "membership_auc") for m in ("DPMarginals", "MST")), ".2f"),
+        Figure("tab.membership.hesp.dp", src, _tab_range(("uci_hesp",), _TAB_DP, "membership_auc"), ".2f"),
+        Figure("tab.membership.hesp.ctgan", src, _tab_point("uci_hesp", "CTGAN", None, "membership_auc"), ".2f"),
+        Figure("tab.npgc.quality.oulad.eps1", src, _tab_point("oulad", "NPGC", 1.0, "quality"), ".2f"),
     ]
 
 
@@ -562,6 +563,180 @@ def _engine_quality_table(p: dict[str, Any]) -> str:
                      f"| {r['baseline_cpu_s']:.2f} -> {r['current_cpu_s']:.2f} "
                      f"| {r['cpu_ratio']:.2f} [{r['cpu_ratio_low']:.2f}, {r['cpu_ratio_high']:.2f}] |")
     return "\n".join(lines) + "\n\n"
+
+
+_PAPER_SRC = "npgc_paper_table.json"
+_PAPER_NAMES = {"uci_dropout": "UCI dropout", "uci_hesp": "UCI HESP", "adult": "Adult"}
+
+
+def _paper_cell(a: dict[str, Any], field: str, spec: str) -> str:
+    """``mean [low, high]`` of one aggregate field of npgc_paper_table.json (the point alone for one seed)."""
+    if a.get(field) is None:
+        return "-"
+    text = _format(a[field], spec)
+    if a["seeds"] < 2:
+        return text
+    return f"{text} [{_format(a[field + '_low'], spec)}, {_format(a[field + '_high'], spec)}]"
+
+
+def _npgc_paper_table(p: dict[str, Any]) -> str:
+    """docs/npgc.md's like-for-like table of npgc_paper_table.json: a row per dataset and method, 95 % t intervals."""
+    lines = ["", "", "| dataset | method | epsilon | seeds | overall | column shapes | pair trends | discr. AUC "
+             "| DCR share | TSTR F1 | fit CPU s | sample s |", "|" + "---|" * 12]
+    for a in p["aggregate"]:
+        eps = "-" if a["epsilon"] is None else f"{a['epsilon']:g}"
+        cells = [_paper_cell(a, f, ".3f") for f in ("quality", "shapes", "pairs", "disc_auc", "dcr_share", "tstr")]
+        cells += [_paper_cell(a, f, "sig3") for f in ("fit_cpu_s", "sample_s")]
+        lines.append(f"| {_PAPER_NAMES.get(a['dataset'], a['dataset'])} | {a['method']} | {eps} | {a['seeds']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n"
+
+
+def _npgc_paper_figures() -> list[Figure]:
+    """The README's quality, TSTR and fit CPU figures of npgc_paper_table.json (UCI dropout), with intervals."""
+    def read(method: str, field: str) -> Callable[[dict[str, Any]], Value]:
+        def value(p: dict[str, Any]) -> Value:
+            a = one(p["aggregate"], dataset="uci_dropout", method=method)
+            return Value(a[field], a[field + "_low"], a[field + "_high"], "ci" if a["seeds"] > 1 else "point")
+        return value
+
+    methods = {"npgc_nodp": "NPGC (not DP)", "ctgan": "CTGAN (not DP)", "tvae": "TVAE (not DP)", "npgc": "NPGC"}
+    return [Figure(f"paper.{key}.{field}", _PAPER_SRC, read(method, field), "sig3" if field == "fit_cpu_s" else ".3f",
+                   " s" if field == "fit_cpu_s" else "")
+            for key, method in methods.items() for field in ("quality", "tstr", "fit_cpu_s")] + [
+        Figure("paper.seeds", _PAPER_SRC, lambda p: p["seeds"], ".0f"),
+        Figure("paper.epochs", _PAPER_SRC, lambda p: p["epochs"], ".0f"),
+        Figure("paper.table", _PAPER_SRC, _npgc_paper_table)]
+
+
+_CAPS_SRC = "caps_cycles.json"
+
+
+def _ci_text(r: dict[str, Any], field: str, spec: str) -> str:
+    """``+0.060 [+0.024, +0.095]``: a signed mean and its interval from ``field``, ``field_lo``, ``field_hi``."""
+    return f"{r[field]:{spec}} [{r[field + '_lo']:{spec}}, {r[field + '_hi']:{spec}}]"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n\n"
+
+
+def _caps_level(p: dict[str, Any], data: str, kind: str, eps: float, cycle: int) -> dict[str, Any]:
+    return one(p[f"{data}_summary"], variant="caps", kind=kind, epsilon=eps, cycle=cycle)
+
+
+def _caps_paired_table(data: str) -> Callable[[dict[str, Any]], str]:
+    """docs/caps.md's table of caps_cycles.json: CAPS minus the one-shot model, per epsilon and later cycle."""
+    def read(p: dict[str, Any]) -> str:
+        rows = []
+        for r in sorted(select(p[f"{data}_paired_summary"], variant="caps"), key=lambda r: (r["epsilon"], r["cycle"])):
+            if r["cycle"] < 2:
+                continue
+            caps, base = (_caps_level(p, data, k, r["epsilon"], r["cycle"]) for k in ("caps", "oneshot"))
+            rows.append([f"{r['epsilon']:g}", str(r["cycle"]), str(r["n"]), f"{caps['balanced_accuracy']:.3f}",
+                         f"{base['balanced_accuracy']:.3f}", _ci_text(r, "d_balanced_accuracy", "+.3f"),
+                         _ci_text(r, "d_balanced_accuracy_heldout", "+.3f"), f"{r['d_mae']:+.3f}",
+                         _ci_text(r, "d_ajs_reconstruction", "+.4f"), _ci_text(r, "d_ajs_generation", "+.4f")])
+        return _table(["ε", "cycle", "n", "CAPS BA", "one-shot BA", "Δ BA (other cohorts)", "Δ BA (held-out cohort)",
+                       "Δ MAE", "Δ AJS reconstruction", "Δ AJS generation"], rows)
+    return read
+
+
+def _caps_epsilon_table(data: str) -> Callable[[dict[str, Any]], str]:
+    """docs/caps.md's table of caps_cycles.json: balanced accuracy at epsilon 4 minus epsilon 1, per cycle."""
+    def read(p: dict[str, Any]) -> str:
+        rows = [[str(r["cycle"]), str(r["n"]), f"{r['d_balanced_accuracy']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"]
+                for r in sorted(select(p[f"{data}_epsilon_effect"], variant="caps", kind="caps"),
+                                key=lambda r: r["cycle"])]
+        return _table(["cycle", "n", "Δ BA, ε 4 − ε 1 (95 % CI)"], rows)
+    return read
+
+
+def _caps_levels_table(data: str) -> Callable[[dict[str, Any]], str]:
+    """docs/caps.md's table of caps_cycles.json: CAPS's levels per epsilon and cycle (BA: mean ± sd)."""
+    def read(p: dict[str, Any]) -> str:
+        rows = [[f"{r['epsilon']:g}", str(r["cycle"]), str(r["n"]),
+                 f"{r['balanced_accuracy']:.3f} ± {r['balanced_accuracy_sd']:.3f}", f"{r['mae']:.3f}",
+                 f"{r['ajs_reconstruction']:.4f}", f"{r['ajs_generation']:.4f}", f"{r['noise_multiplier']:.2f}"]
+                for r in sorted(select(p[f"{data}_summary"], variant="caps", kind="caps"),
+                                key=lambda r: (r["epsilon"], r["cycle"]))]
+        return _table(["ε", "cycle", "n", "balanced accuracy", "MAE", "AJS reconstruction", "AJS generation",
+                       "noise multiplier"], rows)
+    return read
+
+
+def _caps_variants_table(p: dict[str, Any]) -> str:
+    """docs/caps.md's ablation table of caps_cycles.json: each variant minus the shipped method (simulated)."""
+    effect = p["simulated_variant_effect"]
+    rows = []
+    for variant, eps in sorted({(r["variant"], r["epsilon"]) for r in effect}):
+        first, last = (one(effect, variant=variant, epsilon=eps, cycle=c) for c in (1, 3))
+        rows.append([variant, f"{eps:g}", str(first["n"]), _ci_text(first, "d_balanced_accuracy", "+.3f"),
+                     _ci_text(last, "d_balanced_accuracy", "+.3f"), _ci_text(last, "d_ajs_reconstruction", "+.4f"),
+                     _ci_text(last, "d_ajs_generation", "+.4f")])
+    return _table(["variant (vs the default)", "ε", "n", "Δ BA cycle 1", "Δ BA cycle 3", "Δ AJS reconstruction cycle 3",
+                   "Δ AJS generation cycle 3"], rows)
+
+
+_CAPS_REAL_SRC = "caps_real.json"
+#: docs/caps.md's factor table: (label, arm) -- each arm at its one epsilon (4, or no DP)
+_CAPS_FACTORS = (("none (reference)", "oulad"), ("no DP", "oulad_nodp"),
+                 ("public = GGG's other students", "oulad_pub_ggg"), ("700 students per cohort", "oulad_n700"),
+                 ("all public rows (about 29,000)", "oulad_pub_all"))
+
+
+def _caps_real_rows(p: dict[str, Any], arm: str) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """An arm's cycle-1 (one-shot) level and its paired deltas by cycle (the arm's highest epsilon)."""
+    eps = max(r["epsilon"] for r in select(p["paired_summary"], variant=arm))
+    paired = {r["cycle"]: r for r in select(p["paired_summary"], variant=arm, epsilon=eps)}
+    return one(p["levels"], variant=arm, epsilon=eps, cycle=1), paired
+
+
+def _caps_real_paired_table(p: dict[str, Any]) -> str:
+    """docs/caps.md's table of caps_real.json: CAPS minus one-shot on OULAD, per epsilon and later cycle."""
+    rows = []
+    for r in sorted(select(p["paired_summary"], variant="oulad"), key=lambda r: (r["epsilon"], r["cycle"])):
+        level = lambda c, r=r: one(p["levels"], variant="oulad", epsilon=r["epsilon"], cycle=c)  # noqa: E731
+        rows.append([f"{r['epsilon']:g}", str(r["cycle"]), str(r["n"]), f"{level(r['cycle'])['balanced_accuracy']:.3f}",
+                     f"{level(1)['balanced_accuracy']:.3f}", _ci_text(r, "balanced_accuracy", "+.3f"),
+                     _ci_text(r, "balanced_accuracy_heldout", "+.3f"), _ci_text(r, "ajs_reconstruction", "+.4f"),
+                     _ci_text(r, "ajs_generation", "+.4f")])
+    return _table(["ε", "cycle", "n", "CAPS BA", "one-shot BA", "Δ BA (other cohorts)", "Δ BA (held-out)",
+                   "Δ AJS reconstruction", "Δ AJS generation"], rows)
+
+
+def _caps_arm_row(p: dict[str, Any], arm: str) -> list[str]:
+    base, paired = _caps_real_rows(p, arm)
+    return [f"{base['balanced_accuracy']:.3f}", _ci_text(paired[2], "balanced_accuracy", "+.3f"),
+            _ci_text(paired[3], "balanced_accuracy", "+.3f"), _ci_text(paired[3], "ajs_generation", "+.4f"),
+            str(paired[3]["n"])]
+
+
+def _caps_factor_table(p: dict[str, Any]) -> str:
+    """docs/caps.md's one-factor-at-a-time table of caps_real.json (OULAD, epsilon 4 unless no DP)."""
+    rows = [[label, f"`{arm}`", *_caps_arm_row(p, arm)] for label, arm in _CAPS_FACTORS]
+    return _table(["factor", "arm", "one-shot BA", "Δ BA cycle 2", "Δ BA cycle 3", "Δ AJS generation cycle 3", "n"],
+                  rows)
+
+
+def _caps_public_table(p: dict[str, Any]) -> str:
+    """docs/caps.md's case-study table of caps_real.json: 10,000 against 100,000 simulated public rows."""
+    rows = [[label, *_caps_arm_row(p, arm)] for label, arm in (("10,000", "sim_pub10k"), ("100,000", "sim_pub100k"))]
+    return _table(["public rows", "one-shot BA", "Δ BA cycle 2", "Δ BA cycle 3", "Δ AJS generation cycle 3", "n"],
+                  rows)
+
+
+def _caps_figures() -> list[Figure]:
+    figs = [Figure("caps.variants.table", _CAPS_SRC, _caps_variants_table),
+            Figure("caps_real.paired.table", _CAPS_REAL_SRC, _caps_real_paired_table),
+            Figure("caps_real.factors.table", _CAPS_REAL_SRC, _caps_factor_table),
+            Figure("caps_real.public.table", _CAPS_REAL_SRC, _caps_public_table)]
+    for data in ("simulated", "oulad"):
+        figs += [Figure(f"caps.{data}.paired.table", _CAPS_SRC, _caps_paired_table(data)),
+                 Figure(f"caps.{data}.epsilon.table", _CAPS_SRC, _caps_epsilon_table(data)),
+                 Figure(f"caps.{data}.levels.table", _CAPS_SRC, _caps_levels_table(data))]
+    return figs
 
 
 def _engine_quality_figures() -> list[Figure]:
@@ -667,10 +842,6 @@ FIGURES: list[Figure] = [
       for ds in ("uci_dropout", "adult")],
     Figure("npgc_before.tstr_ratio.uci_dropout", "npgc_mst_utility.json",
            _npgc_utility("uci_dropout", "NPGC before", "tstr_ratio")),
-    # the earlier NPGC / MST side by side (delta 1e-9, 5 seeds): mean TSTR over mean TRTR
-    *[Figure(f"sbs_npgc_mst.{m.lower()}.tstr_ratio.uci_dropout", "tabular_side_by_side_npgc_mst.json",
-             lambda p, m=m: (lambda r: r["tstr"] / r["trtr"])(one(p["aggregate"], dataset="uci_dropout", method=m)),
-             ".2f") for m in ("NPGC", "MST")],
     # regeneration: overall quality, first and tenth generation (Adult, 10,000 rows)
     Figure("regen.nonprivate.first", "regeneration_n10000.json",
            _regeneration_at("skdpsynth.NPGC (non-private)", True)),
@@ -716,8 +887,11 @@ FIGURES: list[Figure] = [
     Figure("tvae.fit_s.adult", "tabular_side_by_side_tvae.json", _side("adult", "TVAE (not DP)", "fit_s"),
            ".0f", " s"),
     # MST memory probe (tabular benchmark)
-    Figure("mst.fit_s.uci_dropout", "tabular.json", lambda p: p["mst_memory_probe"]["fit_s"], ".1f", " s"),
-    Figure("mst.rss.uci_dropout", "tabular.json", lambda p: p["mst_memory_probe"]["peak_rss_mib"], ".0f", " MiB"),
+    # MST's own fit process (tabular.json's probe reads getrusage, which after exec keeps the parent's peak)
+    Figure("mst.fit_s.uci_dropout", _SBS_SOURCES["uci_dropout"], _side("uci_dropout", "MST", "fit_cpu_s"), "sig3",
+           " s"),
+    Figure("mst.rss.uci_dropout", _SBS_SOURCES["uci_dropout"], _side("uci_dropout", "MST", "peak_rss_mib"), ".0f",
+           " MiB"),
     # sequences, OULAD AAA
     Figure("markov.fit_s", "sequences.json",
            lambda p: value_range(r["fit_s"] for r in p["oulad_aaa"] if r["method"].startswith("DP-Markov")),
@@ -735,6 +909,8 @@ FIGURES: list[Figure] = [
     Figure("engine_quality.table", "engine_quality.json", _engine_quality_table),
     Figure("engine_quality.seeds", "engine_quality.json", lambda p: p["seeds"], ".0f"),
     *_engine_quality_figures(),
+    *_npgc_paper_figures(),
+    *_caps_figures(),
     Figure("audit.table", "audit_speed.json", _audit_speed_table),
     Figure("tabular.fit_table", "tabular.json", _tabular_speed_table),
     *_tabular_prose_figures(),
@@ -779,7 +955,8 @@ MEASURED: list[tuple[str, str]] = [
      "non-private {regen.nonprivate.first} -> {regen.nonprivate.last} ({regen.nonprivate.drop} points), "
      "eps 10 {regen.eps10.first} -> {regen.eps10.last} ({regen.eps10.drop} points); 2,000 rows: Gaussian copula "
      "{regen.copula.drop} points in 10 generations, CTGAN {regen.ctgan.drop} and TVAE {regen.tvae.drop} in 4"),
-    ("AIM vs private-pgm's AIM (4d2b3c5, JAX), eps 1, side by side, 3 seeds each",
+    ("AIM vs private-pgm's AIM (4d2b3c5, JAX), eps 1, side by side, 3 seeds each (Adult: an earlier run, before "
+     "result stamps)",
      "TSTR macro-F1 UCI dropout {aim.tstr.uci_dropout} vs {pgm_aim.tstr.uci_dropout} ({aim_x4.tstr.uci_dropout} "
      "with the outcome's pairs weighted), Adult {aim.tstr.adult} vs "
      "{pgm_aim.tstr.adult}; SDMetrics {aim.quality.uci_dropout} vs {pgm_aim.quality.uci_dropout}, "
@@ -789,7 +966,14 @@ MEASURED: list[tuple[str, str]] = [
      "TSTR {ctgan.tstr.uci_dropout} / {tvae.tstr.uci_dropout}, SDMetrics {ctgan.quality.uci_dropout} / "
      "{tvae.quality.uci_dropout}, fit {ctgan.fit_s.uci_dropout} / {tvae.fit_s.uci_dropout} "
      "(TVAE on Adult: TSTR {tvae.tstr.adult}, {tvae.fit_s.adult})"),
-    ("MST, UCI dropout", "fit {mst.fit_s.uci_dropout}, process peak RSS {mst.rss.uci_dropout}"),
+    ("NPGC's paper table like for like: UCI dropout, one run, the same split and scoring for every method",
+     "{paper.seeds} seeds, CTGAN / TVAE (not DP) at {paper.epochs} epochs. SDMetrics quality: NPGC not DP "
+     "{paper.npgc_nodp.quality}, CTGAN {paper.ctgan.quality}, TVAE "
+     "{paper.tvae.quality}, NPGC at eps 1 {paper.npgc.quality}; TSTR macro-F1 {paper.npgc_nodp.tstr} / "
+     "{paper.ctgan.tstr} / {paper.tvae.tstr} / {paper.npgc.tstr}; fit CPU {paper.npgc_nodp.fit_cpu_s} / "
+     "{paper.ctgan.fit_cpu_s} / {paper.tvae.fit_cpu_s} / {paper.npgc.fit_cpu_s}"),
+    ("MST, UCI dropout, eps 1, 3 seeds", "fit {mst.fit_s.uci_dropout} CPU, peak RSS of the fit process (Python and "
+     "the data included) {mst.rss.uci_dropout}"),
     ("DP-Markov, OULAD AAA (350,298 events), orders 1-2, eps 1-10",
      "fit {markov.fit_s}, 1,000 learners sampled in {markov.sample_s}"),
     ("Knowledge tracing: DKT trained on DP-Markov data (eps 10)",
@@ -823,9 +1007,8 @@ RERUN: dict[str, str] = {
                                       "--deep-epochs 300 --name tabular_side_by_side_deep",
     "tabular_side_by_side_tvae.json": "python benchmarks/tabular_side_by_side.py --datasets adult --no-ours "
                                       "--deep-epochs 300 --deep-methods tvae --name tabular_side_by_side_tvae",
-    "tabular_side_by_side_npgc_mst.json": "python benchmarks/tabular_side_by_side.py (NPGC and MST, delta 1e-9, "
-                                          "5 seeds; see the file's report)",
     "tabular.json": "python benchmarks/tabular.py",
+    "caps_cycles.json": "python benchmarks/caps_cycles.py --workers 2 --progress FILE",
     "tabular_pategan_fixed.json": "python benchmarks/tabular.py --methods PATEGAN --name tabular_pategan_fixed "
                                   "(see the file's report for the options)",
     "sequences.json": "python benchmarks/sequences.py",
@@ -841,10 +1024,15 @@ _UNSTAMPED = "written before result files were stamped: no record of the code it
 #: published files allowed to be stale or unstamped, each with why; this set may only shrink
 #: (``tests/test_results_fresh.py`` fails on an entry that has become fresh, so it is removed when rerun)
 STALE_ALLOWED: dict[str, str] = {
+    "caps_cycles.json": _UNSTAMPED + "; its tables were copied into docs/caps.md by hand until this registry wrote "
+                        "them; a rerun is 402 tasks, about 2.7 h of task time on 2 cores",
+    "caps_real.json": "the shared schema / grid modules (_grid.py, _schema_columns.py, privacy/_table.py, "
+                      "schema.py) changed after it ran, CAPS's own code did not; a rerun (python "
+                      "benchmarks/caps_real.py --workers 1 --progress FILE) is 78 tasks, about 2.4 h of task time",
     "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
-    "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
-    "tabular.json": _UNSTAMPED,
-    "tabular_side_by_side_npgc_mst.json": _UNSTAMPED + "; an earlier run, quoted as such (NPGC has changed since)",
+    "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own "
+                                               "environment and about 1 h of both cores (3 fits of about 1,100 CPU "
+                                               "s); it was started and stopped for time on 2026-12-05",
 }
 
 
