@@ -1029,10 +1029,13 @@ STALE_ALLOWED: dict[str, str] = {
     "caps_real.json": "the shared schema / grid modules (_grid.py, _schema_columns.py, privacy/_table.py, "
                       "schema.py) changed after it ran, CAPS's own code did not; a rerun (python "
                       "benchmarks/caps_real.py --workers 1 --progress FILE) is 78 tasks, about 2.4 h of task time",
-    "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; needs private-pgm (JAX) installed beside",
+    "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own environment "
+                                         "and both cores to itself: on 2026-12-05, beside three other runs, its "
+                                         "first AIM fit used 46 CPU min without finishing and was stopped",
     "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own "
                                                "environment and about 1 h of both cores (3 fits of about 1,100 CPU "
-                                               "s); it was started and stopped for time on 2026-12-05",
+                                               "s) with nothing beside it; it was started and stopped for time on "
+                                               "2026-12-05",
 }
 
 
