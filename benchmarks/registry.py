@@ -97,6 +97,21 @@ def select(rows: list[dict[str, Any]], **match: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _interval(row: dict[str, Any], field: str, kind: str = "ci") -> Value:
+    """``row[field]`` with its interval ``row[field_low]``, ``row[field_high]`` (the runs' summary rows)."""
+    return Value(row[field], row[f"{field}_low"], row[f"{field}_high"], kind)
+
+
+def _table_figure(head: list[str], rows: list[list[str]]) -> str:
+    """A figure that is a whole table: blank lines, the header, its rule and one line per row.
+
+    The cells are written already formatted (``_common.markdown_table`` formats dict rows, which cannot hold the
+    repeated column names some of these tables have).
+    """
+    lines = ["", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n\n"
+
+
 def one(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any]:
     """The single row whose fields equal ``match``."""
     out = select(rows, **match)
@@ -350,8 +365,7 @@ def _aim_side_by_side_figures() -> list[Figure]:
 
 def _audit_speed_table(p: dict[str, Any]) -> str:
     """docs/audit.md's table of audit_speed.json: seconds and verdict per release, the task named once."""
-    lines = ["", "", "| task | release | seconds | verdict |", "|---|---|---|---|"]
-    previous = None
+    rows, previous = [], None
     for r in p["rows"]:
         tabular = r["task"].startswith("tabular")
         if r["task"] == previous:
@@ -371,8 +385,8 @@ def _audit_speed_table(p: dict[str, Any]) -> str:
         else:
             verdict = "rejected"
         release = r["release"].replace("eps=", "epsilon ")
-        lines.append(f"| {task} | {release} | {r['seconds']:.1f} | {verdict} |")
-    return "\n".join(lines) + "\n\n"
+        rows.append([task, release, f"{r['seconds']:.1f}", verdict])
+    return _table_figure(["task", "release", "seconds", "verdict"], rows)
 
 
 def _audit_check_seconds(field: str) -> Callable[[dict[str, Any]], Value]:
@@ -401,12 +415,9 @@ def _tabular_metric_table(field: str) -> Callable[[dict[str, Any]], str]:
     """docs/choosing.md's table of one metric of tabular.json: a row per method, a column per (dataset, eps)."""
     def read(p: dict[str, Any]) -> str:
         cols = [(ds, eps) for ds in _TAB_DATASETS for eps in (1.0, 10.0, None)]
-        head = "| method | " + " | ".join(f"{ds} eps {'none' if e is None else e}" for ds, e in cols) + " |"
-        lines = ["", "", head, "|" + "---|" * (len(cols) + 1)]
-        for m in _TAB_METHODS:
-            cells = [_g3(_tabular_cell(p, ds, m, e, field)) for ds, e in cols]
-            lines.append(f"| {m} | " + " | ".join(cells) + " |")
-        return "\n".join(lines) + "\n\n"
+        head = ["method", *(f"{ds} eps {'none' if e is None else e}" for ds, e in cols)]
+        return _table_figure(head, [[m, *(_g3(_tabular_cell(p, ds, m, e, field)) for ds, e in cols)]
+                                     for m in _TAB_METHODS])
     return read
 
 
@@ -414,15 +425,14 @@ def _tabular_speed_table(p: dict[str, Any]) -> str:
     """docs/choosing.md's fit-time table of tabular.json (epsilon 1; CTGAN / TVAE non-private)."""
     methods = (("NPGC", 1.0), ("MST", 1.0), ("DPMarginals", 1.0), ("DPCTGAN", 1.0), ("PATEGAN", 1.0),
                ("CTGAN", None), ("TVAE", None))
-    lines = ["", "", "| dataset | rows | NPGC s | MST s | DP-Marginals s | DP-CTGAN s | PATE-GAN s | CTGAN s | "
-             "TVAE s | CTGAN/NPGC | TVAE/NPGC | MST/NPGC |", "|" + "---|" * 12]
+    rows = []
     for ds in dict.fromkeys(r["dataset"] for r in p["rows"]):
         fit = {m: _tabular_cell(p, ds, m, e, "fit_s") for m, e in methods}
         n = one([r for r in p["rows"] if r["dataset"] == ds], method="NPGC", epsilon=1.0)["n_train"]
         ratios = [fit[m] / fit["NPGC"] if fit[m] and fit["NPGC"] else None for m in ("CTGAN", "TVAE", "MST")]
-        lines.append(f"| {ds} | {n} | " + " | ".join(_g3(fit[m]) for m, _ in methods) + " | "
-                     + " | ".join(_g3(r) for r in ratios) + " |")
-    return "\n".join(lines) + "\n\n"
+        rows.append([ds, str(n), *(_g3(fit[m]) for m, _ in methods), *(_g3(r) for r in ratios)])
+    return _table_figure(["dataset", "rows", "NPGC s", "MST s", "DP-Marginals s", "DP-CTGAN s", "PATE-GAN s",
+                           "CTGAN s", "TVAE s", "CTGAN/NPGC", "TVAE/NPGC", "MST/NPGC"], rows)
 
 
 def _tab_point(ds: str, method: str, eps: float | None, field: str) -> Callable[[dict[str, Any]], float]:
@@ -494,15 +504,15 @@ def _tabular_prose_figures() -> list[Figure]:
 
 def _privacy_table(p: dict[str, Any]) -> str:
     """docs/privacy.md's table of the empirical privacy audit, one row per audit (the file's order)."""
-    lines = ["", "", "| synthesizer | attack | ε claimed | ε lower (95 %) | μ lower / μ of the noise (zCDP) or "
-             "μ implied by ε | fits per dataset | caught |", "|---|---|---|---|---|---|---|"]
+    rows = []
     for r in p["rows"]:
         ref = r.get("mu_claimed") or r.get("mu_implied")
         mu = f"{r['mu_lower']:.2f} / " + (f"{ref:.2f}" if ref else "-")
         caught = "**yes**" if r["caught"] else "no"
-        lines.append(f"| {r['synthesizer']} | {r['attack']} | {r['epsilon']:.3g} | {r['epsilon_lower']:.2f} | {mu} | "
-                     f"{r['trials']:,} | {caught} |")
-    return "\n".join(lines) + "\n\n"
+        rows.append([r["synthesizer"], r["attack"], f"{r['epsilon']:.3g}", f"{r['epsilon_lower']:.2f}", mu,
+                     f"{r['trials']:,}", caught])
+    return _table_figure(["synthesizer", "attack", "ε claimed", "ε lower (95 %)",
+                           "μ lower / μ of the noise (zCDP) or μ implied by ε", "fits per dataset", "caught"], rows)
 
 
 def _privacy_ratio(names: tuple[str, ...]) -> Callable[[dict[str, Any]], Value]:
@@ -540,10 +550,7 @@ def _mst_speed_figures() -> list[Figure]:
     src = "mst_speed.json"
 
     def ratio(ds: str) -> Callable[[dict[str, Any]], Value]:
-        def read(p: dict[str, Any]) -> Value:
-            r = one(p["summary"], dataset=ds)
-            return Value(r["ratio"], r["ratio_low"], r["ratio_high"], "ci")
-        return read
+        return lambda p: _interval(one(p["summary"], dataset=ds), "ratio")
 
     return [Figure(f"mst_speed.{ds}.ratio", src, ratio(ds), ".2f") for ds in ("uci_dropout", "adult")] + [
         Figure(f"mst_speed.{ds}.{side}", src, lambda p, ds=ds, side=side: one(p["summary"], dataset=ds)[
@@ -553,52 +560,40 @@ def _mst_speed_figures() -> list[Figure]:
 def _engine_quality_table(p: dict[str, Any]) -> str:
     """docs/aim.md's no-loss table of engine_quality.json: each version's means, the differences and CPU ratios."""
     names = {"uci_dropout": "UCI dropout", "adult": "Adult"}
-    ci = lambda r, m, sign="+": f"{r[m]:{sign}.3f} [{r[m + '_low']:{sign}.3f}, {r[m + '_high']:{sign}.3f}]"  # noqa: E731
-    lines = ["", "", "| | seeds | TSTR before -> now | difference | SDMetrics before -> now | difference "
-             "| fit CPU s before -> now | ratio |", "|---|---|---|---|---|---|---|---|"]
-    for r in p["summary"]:
-        lines.append(f"| {names.get(r['dataset'], r['dataset'])}, {r['method']} | {r['seeds']} "
-                     f"| {r['baseline_tstr']:.3f} -> {r['current_tstr']:.3f} | {ci(r, 'tstr_diff')} "
-                     f"| {r['baseline_quality']:.3f} -> {r['current_quality']:.3f} | {ci(r, 'quality_diff')} "
-                     f"| {r['baseline_cpu_s']:.2f} -> {r['current_cpu_s']:.2f} "
-                     f"| {r['cpu_ratio']:.2f} [{r['cpu_ratio_low']:.2f}, {r['cpu_ratio_high']:.2f}] |")
-    return "\n".join(lines) + "\n\n"
+    rows = [[f"{names.get(r['dataset'], r['dataset'])}, {r['method']}", str(r["seeds"]),
+             f"{r['baseline_tstr']:.3f} -> {r['current_tstr']:.3f}", _interval(r, "tstr_diff").format("+.3f"),
+             f"{r['baseline_quality']:.3f} -> {r['current_quality']:.3f}", _interval(r, "quality_diff").format("+.3f"),
+             f"{r['baseline_cpu_s']:.2f} -> {r['current_cpu_s']:.2f}", _interval(r, "cpu_ratio").format(".2f")]
+            for r in p["summary"]]
+    return _table_figure(["", "seeds", "TSTR before -> now", "difference", "SDMetrics before -> now", "difference",
+                           "fit CPU s before -> now", "ratio"], rows)
 
 
 _PAPER_SRC = "npgc_paper_table.json"
 _PAPER_NAMES = {"uci_dropout": "UCI dropout", "uci_hesp": "UCI HESP", "adult": "Adult"}
 
 
-def _paper_cell(a: dict[str, Any], field: str, spec: str) -> str:
-    """``mean [low, high]`` of one aggregate field of npgc_paper_table.json (the point alone for one seed)."""
-    if a.get(field) is None:
-        return "-"
-    text = _format(a[field], spec)
-    if a["seeds"] < 2:
-        return text
-    return f"{text} [{_format(a[field + '_low'], spec)}, {_format(a[field + '_high'], spec)}]"
+def _paper_value(a: dict[str, Any], field: str) -> Value:
+    """One aggregate field of npgc_paper_table.json with its interval (the point alone for one seed)."""
+    return _interval(a, field, "ci" if a["seeds"] > 1 else "point")
 
 
 def _npgc_paper_table(p: dict[str, Any]) -> str:
     """docs/npgc.md's like-for-like table of npgc_paper_table.json: a row per dataset and method, 95 % t intervals."""
-    lines = ["", "", "| dataset | method | epsilon | seeds | overall | column shapes | pair trends | discr. AUC "
-             "| DCR share | TSTR F1 | fit CPU s | sample s |", "|" + "---|" * 12]
-    for a in p["aggregate"]:
-        eps = "-" if a["epsilon"] is None else f"{a['epsilon']:g}"
-        cells = [_paper_cell(a, f, ".3f") for f in ("quality", "shapes", "pairs", "disc_auc", "dcr_share", "tstr")]
-        cells += [_paper_cell(a, f, "sig3") for f in ("fit_cpu_s", "sample_s")]
-        lines.append(f"| {_PAPER_NAMES.get(a['dataset'], a['dataset'])} | {a['method']} | {eps} | {a['seeds']} | "
-                     + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\n"
+    specs = {"quality": ".3f", "shapes": ".3f", "pairs": ".3f", "disc_auc": ".3f", "dcr_share": ".3f", "tstr": ".3f",
+             "fit_cpu_s": "sig3", "sample_s": "sig3"}
+    rows = [[_PAPER_NAMES.get(a["dataset"], a["dataset"]), a["method"],
+             "-" if a["epsilon"] is None else f"{a['epsilon']:g}", str(a["seeds"]),
+             *("-" if a.get(f) is None else _paper_value(a, f).format(spec) for f, spec in specs.items())]
+            for a in p["aggregate"]]
+    return _table_figure(["dataset", "method", "epsilon", "seeds", "overall", "column shapes", "pair trends",
+                           "discr. AUC", "DCR share", "TSTR F1", "fit CPU s", "sample s"], rows)
 
 
 def _npgc_paper_figures() -> list[Figure]:
     """The README's quality, TSTR and fit CPU figures of npgc_paper_table.json (UCI dropout), with intervals."""
     def read(method: str, field: str) -> Callable[[dict[str, Any]], Value]:
-        def value(p: dict[str, Any]) -> Value:
-            a = one(p["aggregate"], dataset="uci_dropout", method=method)
-            return Value(a[field], a[field + "_low"], a[field + "_high"], "ci" if a["seeds"] > 1 else "point")
-        return value
+        return lambda p: _paper_value(one(p["aggregate"], dataset="uci_dropout", method=method), field)
 
     methods = {"npgc_nodp": "NPGC (not DP)", "ctgan": "CTGAN (not DP)", "tvae": "TVAE (not DP)", "npgc": "NPGC"}
     return [Figure(f"paper.{key}.{field}", _PAPER_SRC, read(method, field), "sig3" if field == "fit_cpu_s" else ".3f",
@@ -614,12 +609,7 @@ _CAPS_SRC = "caps_cycles.json"
 
 def _ci_text(r: dict[str, Any], field: str, spec: str) -> str:
     """``+0.060 [+0.024, +0.095]``: a signed mean and its interval from ``field``, ``field_lo``, ``field_hi``."""
-    return f"{r[field]:{spec}} [{r[field + '_lo']:{spec}}, {r[field + '_hi']:{spec}}]"
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n\n"
+    return Value(r[field], r[field + "_lo"], r[field + "_hi"], "ci").format(spec)
 
 
 def _caps_level(p: dict[str, Any], data: str, kind: str, eps: float, cycle: int) -> dict[str, Any]:
@@ -638,8 +628,8 @@ def _caps_paired_table(data: str) -> Callable[[dict[str, Any]], str]:
                          f"{base['balanced_accuracy']:.3f}", _ci_text(r, "d_balanced_accuracy", "+.3f"),
                          _ci_text(r, "d_balanced_accuracy_heldout", "+.3f"), f"{r['d_mae']:+.3f}",
                          _ci_text(r, "d_ajs_reconstruction", "+.4f"), _ci_text(r, "d_ajs_generation", "+.4f")])
-        return _table(["ε", "cycle", "n", "CAPS BA", "one-shot BA", "Δ BA (other cohorts)", "Δ BA (held-out cohort)",
-                       "Δ MAE", "Δ AJS reconstruction", "Δ AJS generation"], rows)
+        return _table_figure(["ε", "cycle", "n", "CAPS BA", "one-shot BA", "Δ BA (other cohorts)",
+                               "Δ BA (held-out cohort)", "Δ MAE", "Δ AJS reconstruction", "Δ AJS generation"], rows)
     return read
 
 
@@ -649,7 +639,7 @@ def _caps_epsilon_table(data: str) -> Callable[[dict[str, Any]], str]:
         rows = [[str(r["cycle"]), str(r["n"]), f"{r['d_balanced_accuracy']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"]
                 for r in sorted(select(p[f"{data}_epsilon_effect"], variant="caps", kind="caps"),
                                 key=lambda r: r["cycle"])]
-        return _table(["cycle", "n", "Δ BA, ε 4 − ε 1 (95 % CI)"], rows)
+        return _table_figure(["cycle", "n", "Δ BA, ε 4 − ε 1 (95 % CI)"], rows)
     return read
 
 
@@ -661,7 +651,7 @@ def _caps_levels_table(data: str) -> Callable[[dict[str, Any]], str]:
                  f"{r['ajs_reconstruction']:.4f}", f"{r['ajs_generation']:.4f}", f"{r['noise_multiplier']:.2f}"]
                 for r in sorted(select(p[f"{data}_summary"], variant="caps", kind="caps"),
                                 key=lambda r: (r["epsilon"], r["cycle"]))]
-        return _table(["ε", "cycle", "n", "balanced accuracy", "MAE", "AJS reconstruction", "AJS generation",
+        return _table_figure(["ε", "cycle", "n", "balanced accuracy", "MAE", "AJS reconstruction", "AJS generation",
                        "noise multiplier"], rows)
     return read
 
@@ -675,8 +665,8 @@ def _caps_variants_table(p: dict[str, Any]) -> str:
         rows.append([variant, f"{eps:g}", str(first["n"]), _ci_text(first, "d_balanced_accuracy", "+.3f"),
                      _ci_text(last, "d_balanced_accuracy", "+.3f"), _ci_text(last, "d_ajs_reconstruction", "+.4f"),
                      _ci_text(last, "d_ajs_generation", "+.4f")])
-    return _table(["variant (vs the default)", "ε", "n", "Δ BA cycle 1", "Δ BA cycle 3", "Δ AJS reconstruction cycle 3",
-                   "Δ AJS generation cycle 3"], rows)
+    return _table_figure(["variant (vs the default)", "ε", "n", "Δ BA cycle 1", "Δ BA cycle 3",
+                           "Δ AJS reconstruction cycle 3", "Δ AJS generation cycle 3"], rows)
 
 
 _CAPS_REAL_SRC = "caps_real.json"
@@ -702,7 +692,7 @@ def _caps_real_paired_table(p: dict[str, Any]) -> str:
                      f"{level(1)['balanced_accuracy']:.3f}", _ci_text(r, "balanced_accuracy", "+.3f"),
                      _ci_text(r, "balanced_accuracy_heldout", "+.3f"), _ci_text(r, "ajs_reconstruction", "+.4f"),
                      _ci_text(r, "ajs_generation", "+.4f")])
-    return _table(["ε", "cycle", "n", "CAPS BA", "one-shot BA", "Δ BA (other cohorts)", "Δ BA (held-out)",
+    return _table_figure(["ε", "cycle", "n", "CAPS BA", "one-shot BA", "Δ BA (other cohorts)", "Δ BA (held-out)",
                    "Δ AJS reconstruction", "Δ AJS generation"], rows)
 
 
@@ -716,15 +706,15 @@ def _caps_arm_row(p: dict[str, Any], arm: str) -> list[str]:
 def _caps_factor_table(p: dict[str, Any]) -> str:
     """docs/caps.md's one-factor-at-a-time table of caps_real.json (OULAD, epsilon 4 unless no DP)."""
     rows = [[label, f"`{arm}`", *_caps_arm_row(p, arm)] for label, arm in _CAPS_FACTORS]
-    return _table(["factor", "arm", "one-shot BA", "Δ BA cycle 2", "Δ BA cycle 3", "Δ AJS generation cycle 3", "n"],
-                  rows)
+    return _table_figure(["factor", "arm", "one-shot BA", "Δ BA cycle 2", "Δ BA cycle 3",
+                           "Δ AJS generation cycle 3", "n"], rows)
 
 
 def _caps_public_table(p: dict[str, Any]) -> str:
     """docs/caps.md's case-study table of caps_real.json: 10,000 against 100,000 simulated public rows."""
     rows = [[label, *_caps_arm_row(p, arm)] for label, arm in (("10,000", "sim_pub10k"), ("100,000", "sim_pub100k"))]
-    return _table(["public rows", "one-shot BA", "Δ BA cycle 2", "Δ BA cycle 3", "Δ AJS generation cycle 3", "n"],
-                  rows)
+    return _table_figure(["public rows", "one-shot BA", "Δ BA cycle 2", "Δ BA cycle 3", "Δ AJS generation cycle 3",
+                           "n"], rows)
 
 
 def _caps_figures() -> list[Figure]:
@@ -742,10 +732,7 @@ def _caps_figures() -> list[Figure]:
 def _engine_quality_figures() -> list[Figure]:
     """The differences (now - before) and fit CPU ratios of engine_quality.json docs/aim.md quotes, with intervals."""
     def read(ds: str, method: str, field: str) -> Callable[[dict[str, Any]], Value]:
-        def value(p: dict[str, Any]) -> Value:
-            r = one(p["summary"], dataset=ds, method=method)
-            return Value(r[field], r[f"{field}_low"], r[f"{field}_high"], "ci")
-        return value
+        return lambda p: _interval(one(p["summary"], dataset=ds, method=method), field)
 
     return [Figure(f"engine_quality.{ds}.{method.lower()}.{field}", "engine_quality.json", read(ds, method, field),
                    ".2f" if field == "cpu_ratio" else "+.3f")
