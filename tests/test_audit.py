@@ -412,7 +412,9 @@ def test_order_free_synthesizer_is_rejected_by_the_sequence_task():
     from skdpsynth import DPHistSeqSynthesizer
     from skdpsynth.datasets import make_clickstream
 
-    b = make_clickstream(1000, random_state=0)
+    # strong, long order signal: the real-trained GRU reaches macro-F1 ~0.8-0.87 (seeds 0-2), so an order-free
+    # release near chance (0.5 +- 0.05) sits far below 0.8 retention on any machine's float rounding
+    b = make_clickstream(1000, min_length=40, order_strength=1.0, random_state=0)
     train, holdout = b.frame[b.frame["learner_id"] < 500], b.frame[b.frame["learner_id"] >= 500]
     synth = DPHistSeqSynthesizer(epsilon=5.0, id_column="learner_id", order_column="position",
                                  event_columns="activity", label_column="outcome",
@@ -422,7 +424,8 @@ def test_order_free_synthesizer_is_rejected_by_the_sequence_task():
     report = ReleaseAuditor(checks).audit(synth, X_train=train, X_holdout=holdout)
     assert report.results["validity"].passed and report.results["privacy"].passed
     assert not report.results["sequence_task"].passed
-    assert report.results["sequence_task"].details["gru_f1_real"] > 0.65
+    assert report.results["sequence_task"].details["gru_f1_real"] > 0.75
+    assert report.results["sequence_task"].score < 0.7
     # the outcome lives only in the order: order-free features give no usable comparison either
     assert "no usable real comparison" in report.results["utility"].reason
 
