@@ -7,7 +7,7 @@
     python -m benchmarks.report --impact skdpsynth/privacy/_domain.py   # the published result files a change
                                            # to these files' code would make stale, with their commands
 
-The figures are listed in ``benchmarks/registry.py``. README.md's table lies between the lines
+The figures are listed in ``benchmarks/published.py``. README.md's table lies between the lines
 ``<!-- measured:start -->`` and ``<!-- measured:end -->``; in docs/*.md a figure is written
 ``<!-- fig:KEY -->TEXT<!-- /fig -->`` (HTML comments: invisible on GitHub and in the Sphinx site) and TEXT is
 replaced. A result file is fresh when each file of its stamp's ``depends`` still has the stamped sha256, or when
@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:  # run as a script: python benchmarks/report.py
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import sha256  # noqa: E402  (a package: opacus installs another "benchmarks")
-from benchmarks.registry import FIGURES, MEASURED, RERUN, STALE_ALLOWED, published_files  # noqa: E402
+from benchmarks.published import FIGURES, MEASURED, RERUN, STALE_ALLOWED, published_files  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 README = ROOT / "README.md"
@@ -96,9 +96,33 @@ def update_spans(text: str, texts: dict[str, str], name: str = "") -> str:
     """A Markdown text with every ``<!-- fig:KEY -->...<!-- /fig -->`` span rewritten."""
     def sub(m: re.Match[str]) -> str:
         if m["key"] not in texts:
-            raise KeyError(f"{name}: unknown figure {m['key']!r} (not in benchmarks/registry.py)")
+            raise KeyError(f"{name}: unknown figure {m['key']!r} (not in benchmarks/published.py)")
         return f"<!-- fig:{m['key']} -->{texts[m['key']]}<!-- /fig -->"
     return SPAN.sub(sub, text)
+
+
+#: A past measurement kept for its reasoning (a before -> after of a design change): not regenerated, so its
+#: visible text must name the commit it was measured at.
+HISTORY = re.compile(r"<!-- history:(?P<commit>[0-9a-f]{7,40}) -->(?P<text>.*?)<!-- /history -->", re.S)
+#: What a measured figure looks like in prose: a number with two or more decimals, or a time, size or ratio.
+FIGURE_LIKE = re.compile(r"(?<![\w.`-])\d[\d,]*\.\d{2,}(?![\w.])"
+                         r"|(?<![\w.`-])\d[\d,]*(?:\.\d+)? ?(?:ms|s|MiB|GiB|GB|MB|x|×)(?![\w/])")
+_NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|<!-- measured:start -->.*?<!-- measured:end -->|\]\([^)]*\)", re.S)
+
+
+def unregistered_figures(text: str) -> list[str]:
+    """Figure-like numbers of a Markdown text outside figure spans, history spans, code and link targets.
+
+    Also reports history spans whose visible text does not name their commit. Parameters and thresholds are
+    written as code (``alpha=0.01``) or with fewer than two decimals, so what is left is a measurement that the
+    registry does not write.
+    """
+    found = [f"history:{m['commit']} does not name its commit in its text" for m in HISTORY.finditer(text)
+             if m["commit"][:7] not in m["text"]]
+    prose = _NOT_PROSE.sub(" ", HISTORY.sub(" ", SPAN.sub(" ", text)))
+    for line in prose.splitlines():
+        found += [f"{m.group(0)!r} in: {line.strip()[:100]}" for m in FIGURE_LIKE.finditer(line)]
+    return found
 
 
 def documents(root: Path = ROOT) -> list[Path]:

@@ -2,7 +2,7 @@
 
 * README.md's Measured table and the ``<!-- fig:KEY -->`` spans of docs/*.md equal what
   ``python -m benchmarks.report`` writes from ``benchmarks/results/`` (``--check``);
-* every result file named in ``benchmarks/registry.py`` is stamped, and the sha256 of each repository file its
+* every result file named in ``benchmarks/published.py`` is stamped, and the sha256 of each repository file its
   benchmark had loaded equals the file's now -- otherwise the test names the file, the changed files and the
   command that regenerates it. ``STALE_ALLOWED`` lists, each with why, the files still to be rerun; an entry
   that has become fresh fails too, so the list only shrinks;
@@ -26,6 +26,7 @@ for _name in [m for m in sys.modules if m == "benchmarks" or m.startswith("bench
         del sys.modules[_name]  # another distribution's "benchmarks" package (opacus ships one)
 common = importlib.import_module("benchmarks._common")
 registry = importlib.import_module("benchmarks.registry")
+published = importlib.import_module("benchmarks.published")
 report = importlib.import_module("benchmarks.report")
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -43,30 +44,30 @@ def test_published_figures_match_the_result_files():
 def test_every_registered_figure_is_cited():
     """A registered figure nobody quotes is a figure nobody checks: README or a docs span cites each one."""
     cited = set()
-    for template in (t for _, t in registry.MEASURED):
+    for template in (t for _, t in published.MEASURED):
         cited.update(report.PLACEHOLDER.findall(template))
     for path in report.documents():
         cited.update(m["key"] for m in report.SPAN.finditer(path.read_text()))
-    keys = {f.key for f in registry.FIGURES}
-    assert len(keys) == len(registry.FIGURES), "two figures share a key"
+    keys = {f.key for f in published.FIGURES}
+    assert len(keys) == len(published.FIGURES), "two figures share a key"
     assert keys - cited == set()
     assert cited - keys == set()
 
 
-@pytest.mark.parametrize("source", registry.published_files())
+@pytest.mark.parametrize("source", published.published_files())
 def test_published_result_file_is_fresh(source):
     state = report.freshness(source)
-    if source in registry.STALE_ALLOWED:
+    if source in published.STALE_ALLOWED:
         assert state.state != "fresh", (
-            f"benchmarks/results/{source} is fresh now: remove it from STALE_ALLOWED in benchmarks/registry.py")
-        pytest.skip(f"allowed stale ({registry.STALE_ALLOWED[source]}): {state.describe()}")
+            f"benchmarks/results/{source} is fresh now: remove it from STALE_ALLOWED in benchmarks/published.py")
+        pytest.skip(f"allowed stale ({published.STALE_ALLOWED[source]}): {state.describe()}")
     assert state.state == "fresh", state.describe()
 
 
 def test_stale_allowed_names_published_files_with_reasons():
-    assert set(registry.STALE_ALLOWED) <= set(registry.published_files())
-    assert all(reason.strip() for reason in registry.STALE_ALLOWED.values())
-    assert all(s in registry.RERUN for s in registry.STALE_ALLOWED if report.freshness(s).state == "unstamped")
+    assert set(published.STALE_ALLOWED) <= set(published.published_files())
+    assert all(reason.strip() for reason in published.STALE_ALLOWED.values())
+    assert all(s in published.RERUN for s in published.STALE_ALLOWED if report.freshness(s).state == "unstamped")
 
 
 def _result_files():
@@ -182,7 +183,7 @@ def test_freshness_ignores_docstrings_and_comments_but_not_code(tmp_path):
 
 
 def test_impact_lists_the_published_files_that_depend_on_a_file():
-    source = registry.published_files()[0]
+    source = published.published_files()[0]
     stamp = report.load(source)["stamp"]
     dep = next(iter(stamp["depends"]))
     hits = {st.source: st for st in report.impact([dep, "no/such/file.py"])}
@@ -193,7 +194,7 @@ def test_impact_lists_the_published_files_that_depend_on_a_file():
 
 def test_report_rewrites_spans_and_the_measured_table_and_check_sees_a_changed_figure(tmp_path):
     texts = report.figure_texts()
-    key = registry.FIGURES[0].key
+    key = published.FIGURES[0].key
     doc = f"Before <!-- fig:{key} -->9.99<!-- /fig --> after.\n"
     assert report.update_spans(doc, texts) == f"Before <!-- fig:{key} -->{texts[key]}<!-- /fig --> after.\n"
     quoted = f"the convention `<!-- fig:KEY -->TEXT<!-- /fig -->` and <!-- fig:{key} -->1<!-- /fig -->"

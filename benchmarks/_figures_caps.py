@@ -1,0 +1,7 @@
+"""The figures of docs/caps.md that are not in :mod:`benchmarks._published`'s shared list."""
+
+from __future__ import annotations
+
+from benchmarks.registry import Figure
+
+FIGURES: list[Figure] = []
