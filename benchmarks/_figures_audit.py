@@ -1,4 +1,4 @@
-"""The figures of docs/audit.md that are not in :mod:`benchmarks._published`'s shared list."""
+"""The figures of docs/audit.md, docs/quickstart.md, docs/privacy.md and README.md's prose, apart from :mod:`benchmarks.published`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The figures of docs/datasets.md that are not in :mod:`benchmarks._published`'s shared list."""
+"""The figures of docs/datasets.md, docs/sequences.md and docs/choosing.md kept apart from :mod:`benchmarks.published`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The figures of docs/npgc.md that are not in :mod:`benchmarks._published`'s shared list."""
+"""The figures of docs/npgc.md kept apart from the shared list in :mod:`benchmarks.published`."""
 
 from __future__ import annotations
 
