@@ -1,4 +1,4 @@
-"""The figures of docs/audit.md, docs/quickstart.md, docs/privacy.md and README.md's prose, apart from :mod:`benchmarks.published`."""
+"""The figures of docs/audit.md, quickstart.md, privacy.md and README.md's prose (apart from the shared list)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The figures of docs/datasets.md, docs/sequences.md and docs/choosing.md kept apart from :mod:`benchmarks.published`."""
+"""The figures of docs/datasets.md, sequences.md and choosing.md (apart from the shared list)."""
 
 from __future__ import annotations
 
