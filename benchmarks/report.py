@@ -105,7 +105,7 @@ def update_spans(text: str, texts: dict[str, str], name: str = "") -> str:
 #: visible text must name the commit it was measured at.
 HISTORY = re.compile(r"<!-- history:(?P<commit>[0-9a-f]{7,40}) -->(?P<text>.*?)<!-- /history -->", re.S)
 #: What a measured figure looks like in prose: a number with two or more decimals, or a time, size or ratio.
-FIGURE_LIKE = re.compile(r"(?<![\w.`-])\d[\d,]*\.\d{2,}(?![\w.])"
+FIGURE_LIKE = re.compile(r"(?<![\w.`-])\d[\d,]*\.\d{2,}(?!\w|\.\d)"
                          r"|(?<![\w.`-])\d[\d,]*(?:\.\d+)? ?(?:ms|s|MiB|GiB|GB|MB|x|×)(?![\w/])")
 _NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|<!-- measured:start -->.*?<!-- measured:end -->|\]\([^)]*\)", re.S)
 

@@ -54,6 +54,23 @@ def test_every_registered_figure_is_cited():
     assert cited - keys == set()
 
 
+@pytest.mark.parametrize("doc", [p.relative_to(ROOT).as_posix() for p in report.documents()])
+def test_docs_quote_no_figure_the_registry_does_not_write(doc):
+    """A measured number in prose comes from a result file (a fig span) or is marked as past (a history span
+    naming its commit); parameters and thresholds are written as code."""
+    found = report.unregistered_figures((ROOT / doc).read_text())
+    assert not found, f"{doc}: figures outside fig/history spans: {found[:8]}"
+
+
+def test_unregistered_figures_are_found_outside_spans_code_and_history():
+    text = ("Fit took 2.8 s and AUC 0.504. <!-- fig:k -->0.871<!-- /fig --> `max_auc=0.55`\n"
+            "<!-- history:abc1234 -->0.575 -> 0.618 (at abc1234)<!-- /history -->\n"
+            "<!-- history:def5678 -->0.51 without its commit<!-- /history -->\n```text\n0.999\n```\n")
+    found = report.unregistered_figures(text)
+    assert [f.split(" in:")[0] for f in found] == ["history:def5678 does not name its commit in its text",
+                                                   "'2.8 s'", "'0.504'"]
+
+
 @pytest.mark.parametrize("source", published.published_files())
 def test_published_result_file_is_fresh(source):
     state = report.freshness(source)
