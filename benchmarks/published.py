@@ -888,9 +888,6 @@ _UNSTAMPED = "written before result files were stamped: no record of the code it
 STALE_ALLOWED: dict[str, str] = {
     "caps_cycles.json": _UNSTAMPED + "; its tables were copied into docs/caps.md by hand until this registry wrote "
                         "them; a rerun is 402 tasks, about 2.7 h of task time on 2 cores",
-    "caps_real.json": "the shared schema / grid modules (_grid.py, _schema_columns.py, privacy/_table.py, "
-                      "schema.py) changed after it ran, CAPS's own code did not; a rerun (python "
-                      "benchmarks/caps_real.py --workers 1 --progress FILE) is 78 tasks, about 2.4 h of task time",
     "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own environment "
                                          "and both cores to itself: on 2026-12-05, beside three other runs, its "
                                          "first AIM fit used 46 CPU min without finishing and was stopped",
