@@ -669,6 +669,17 @@ def _pearl_figures() -> list[Figure]:
 
 _NPGC_DATASETS = {"adult": "Adult", "uci_dropout": "UCI dropout", "oulad": "OULAD", "uci_hesp": "UCI HESP"}
 
+def _aim_vs_pgm(dataset: str, source: str) -> list[Figure]:
+    """Our AIM against private-pgm's AIM on one table: TSTR, SDMetrics quality, CPU speed-up, peak-RSS ratio."""
+    figs = [Figure(f"{who}.{field}.{dataset}", source, _side(dataset, method, field))
+            for who, method in (("aim", "AIM"), ("pgm_aim", "private-pgm AIM")) for field in ("tstr", "quality")]
+    return figs + [
+        Figure(f"aim.cpu_speedup.{dataset}", source, _ratio(dataset, "AIM", "private-pgm AIM", "speed-up (CPU)"),
+               ".0f", "x"),
+        Figure(f"aim.rss_ratio.{dataset}", source,
+               _ratio(dataset, "AIM", "private-pgm AIM", "peak RSS ours / theirs"), ".3f")]
+
+
 FIGURES: list[Figure] = [
     # NPGC fit against the npgc 0.3.0 reference, training splits (best of 7)
     Figure("npgc.fit.adult", "npgc_scaling.json", _reference_fit("adult (70 % split)", "after"), ".2g", " s"),
@@ -715,28 +726,10 @@ FIGURES: list[Figure] = [
     *[Figure(f"regen.{key}.drop", "regeneration.json", _regeneration_drop(method), "+.0f")
       for key, method in (("copula", "Gaussian copula (copulas)"), ("ctgan", "CTGAN"), ("tvae", "TVAE"))],
     # AIM against private-pgm's AIM, epsilon 1, 3 seeds each
-    Figure("aim.tstr.uci_dropout", "tabular_side_by_side_pgm_jax.json", _side("uci_dropout", "AIM", "tstr")),
-    Figure("pgm_aim.tstr.uci_dropout", "tabular_side_by_side_pgm_jax.json",
-           _side("uci_dropout", "private-pgm AIM", "tstr")),
-    Figure("aim.quality.uci_dropout", "tabular_side_by_side_pgm_jax.json", _side("uci_dropout", "AIM", "quality")),
-    Figure("pgm_aim.quality.uci_dropout", "tabular_side_by_side_pgm_jax.json",
-           _side("uci_dropout", "private-pgm AIM", "quality")),
-    Figure("aim.cpu_speedup.uci_dropout", "tabular_side_by_side_pgm_jax.json",
-           _ratio("uci_dropout", "AIM", "private-pgm AIM", "speed-up (CPU)"), ".0f", "x"),
+    *_aim_vs_pgm("uci_dropout", "tabular_side_by_side_pgm_jax.json"),
     Figure("aim_x4.tstr.uci_dropout", "tabular_side_by_side_pgm_jax.json",
            _side("uci_dropout", "AIM (target x4)", "tstr")),
-    Figure("aim.rss_ratio.uci_dropout", "tabular_side_by_side_pgm_jax.json",
-           _ratio("uci_dropout", "AIM", "private-pgm AIM", "peak RSS ours / theirs"), ".3f"),
-    Figure("aim.rss_ratio.adult", "tabular_side_by_side_pgm_jax_adult.json",
-           _ratio("adult", "AIM", "private-pgm AIM", "peak RSS ours / theirs"), ".3f"),
-    Figure("aim.tstr.adult", "tabular_side_by_side_pgm_jax_adult.json", _side("adult", "AIM", "tstr")),
-    Figure("pgm_aim.tstr.adult", "tabular_side_by_side_pgm_jax_adult.json",
-           _side("adult", "private-pgm AIM", "tstr")),
-    Figure("aim.quality.adult", "tabular_side_by_side_pgm_jax_adult.json", _side("adult", "AIM", "quality")),
-    Figure("pgm_aim.quality.adult", "tabular_side_by_side_pgm_jax_adult.json",
-           _side("adult", "private-pgm AIM", "quality")),
-    Figure("aim.cpu_speedup.adult", "tabular_side_by_side_pgm_jax_adult.json",
-           _ratio("adult", "AIM", "private-pgm AIM", "speed-up (CPU)"), ".0f", "x"),
+    *_aim_vs_pgm("adult", "tabular_side_by_side_pgm_jax_adult.json"),
     # CTGAN / TVAE (not DP), one seed
     *[Figure(f"{m.lower()}.{field}.uci_dropout", "tabular_side_by_side_deep.json",
              _side("uci_dropout", f"{m} (not DP)", field), spec, unit)
