@@ -249,6 +249,9 @@ FIGURES: list[Figure] = [
       for v in ("alpha_0", "private_all", "small_batch", "no_label_replay")],
     *[Figure(f"caps.doc.abl.{v}.gen.eps{e:g}", _CC, _cc_ci("simulated_variant_effect", v, e, 3, "d_ajs_generation"))
       for v in ("no_bias_fix", "replay_model") for e in (1.0, 4.0)],
+    Figure("caps.doc.abl.unlabelled_cls.verdict", _CC, lambda p: _verdict(
+        [r for r in select(p["simulated_variant_effect"], variant="unlabelled_cls") if r["cycle"] in (1, 3)],
+        "d_balanced_accuracy", "above")),
     *[Figure(f"caps.doc.abl.unlabelled_cls.eps{e:g}.cycle{c}", _CC,
              _cc_ci("simulated_variant_effect", "unlabelled_cls", e, c, "d_balanced_accuracy", ".3f"))
       for e in (1.0, 4.0) for c in (1, 3)],

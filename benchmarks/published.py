@@ -879,8 +879,6 @@ _UNSTAMPED = "written before result files were stamped: no record of the code it
 #: published files allowed to be stale or unstamped, each with why; this set may only shrink
 #: (``tests/test_results_fresh.py`` fails on an entry that has become fresh, so it is removed when rerun)
 STALE_ALLOWED: dict[str, str] = {
-    "caps_cycles.json": _UNSTAMPED + "; its tables were copied into docs/caps.md by hand until this registry wrote "
-                        "them; a rerun is 402 tasks, about 2.7 h of task time on 2 cores",
     "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own environment "
                                          "and both cores to itself: on 2026-12-05, beside three other runs, its "
                                          "first AIM fit used 46 CPU min without finishing and was stopped",
