@@ -880,12 +880,14 @@ _UNSTAMPED = "written before result files were stamped: no record of the code it
 #: (``tests/test_results_fresh.py`` fails on an entry that has become fresh, so it is removed when rerun)
 STALE_ALLOWED: dict[str, str] = {
     "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own environment "
-                                         "and both cores to itself: on 2026-12-05, beside three other runs, its "
-                                         "first AIM fit used 46 CPU min without finishing and was stopped",
+                                         "and hours of one core: its AIM runs on one thread here, and on "
+                                         "2026-12-05 (03:59-04:34 UTC) the first of its 3 fits used 32 CPU min "
+                                         "without finishing (this file's fits averaged 599 CPU s) and was "
+                                         "stopped for time; fitting its seeds in parallel needs a runner change",
     "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own "
-                                               "environment and about 1 h of both cores (3 fits of about 1,100 CPU "
-                                               "s) with nothing beside it; it was started and stopped for time on "
-                                               "2026-12-05",
+                                               "environment and about 1-2 h of one core (3 fits of at least 1,100 "
+                                               "CPU s each); started beside the UCI dropout rerun on 2026-12-05 "
+                                               "and stopped for time after 16 CPU min of its first fit",
 }
 
 
