@@ -31,10 +31,14 @@ def _npgc_ratios(p: dict[str, Any]) -> list[float]:
     return [r["tstr_ratio"] for r in select(p["rows"], dataset="uci_dropout", method="NPGC after")]
 
 
+def _k_of_n(flags: list[bool]) -> str:
+    """"k of n": how many of ``flags`` are true."""
+    return f"{sum(flags)} of {len(flags)}"
+
+
 def _npgc_below(p: dict[str, Any]) -> str:
     """How many of the 10 NPGC epsilon-1 fits of UCI dropout fall below the utility check's 0.8: "k of n"."""
-    ratios = _npgc_ratios(p)
-    return f"{sum(x < _MIN_RATIO for x in ratios)} of {len(ratios)}"
+    return _k_of_n([x < _MIN_RATIO for x in _npgc_ratios(p)])
 
 
 def _npgc_eps1(prefix: str) -> list[Figure]:
@@ -79,16 +83,15 @@ def _grid_rows(p: dict[str, Any], dataset: str, method: str, epsilon: float) -> 
 def _grid_failed(dataset: str, method: str, epsilon: float, check: str) -> Callable[[dict[str, Any]], str]:
     """"k of n": the grid's seeds of one setting whose ``check`` failed."""
     def read(p: dict[str, Any]) -> str:
-        rows = _grid_rows(p, dataset, method, epsilon)
-        return f"{sum(check in r['failed_checks'] for r in rows)} of {len(rows)}"
+        return _k_of_n([check in r["failed_checks"] for r in _grid_rows(p, dataset, method, epsilon)])
     return read
 
 
 def _grid_failed_all(dataset: str, epsilon: float, check: str) -> Callable[[dict[str, Any]], str]:
     """"k of n": the grid's releases of one dataset at one epsilon (every method and seed) failing ``check``."""
     def read(p: dict[str, Any]) -> str:
-        rows = [r for r in select(p["rows"], dataset=dataset, epsilon=epsilon) if check in r["checks"]]
-        return f"{sum(check in r['failed_checks'] for r in rows)} of {len(rows)}"
+        return _k_of_n([check in r["failed_checks"]
+                        for r in select(p["rows"], dataset=dataset, epsilon=epsilon) if check in r["checks"]])
     return read
 
 

@@ -104,11 +104,15 @@ def _cr_ci(arm: str, eps: float, cycle: int, field: str, spec: str = ".4f") -> R
     return lambda p: _ci(_cr_paired(arm, eps, cycle)(p), field, spec)
 
 
+def _cr_oulad_later(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The OULAD arm's paired rows at the later cycles (cycle minus the one-shot model)."""
+    return [r for r in select(p["paired_summary"], variant="oulad") if r["cycle"] >= 2]
+
+
 def _cells_above(field: str) -> Reader:
     """The (epsilon, cycle) cells of the OULAD arm whose paired delta's 95 % interval lies above 0."""
     def read(p: dict[str, Any]) -> str:
-        cells = [f"ε {r['epsilon']:g}, cycle {r['cycle']}" for r in p["paired_summary"]
-                 if r["variant"] == "oulad" and r["cycle"] >= 2 and r[field + "_lo"] > 0]
+        cells = [f"ε {r['epsilon']:g}, cycle {r['cycle']}" for r in _cr_oulad_later(p) if r[field + "_lo"] > 0]
         return "; ".join(cells) or "none"
     return read
 
@@ -274,11 +278,8 @@ FIGURES: list[Figure] = [
     Figure("caps.doc.real.plan", _CR, lambda p: p["grid"]["note"]),
     Figure("caps.doc.real.noise.eps4", _CR, _cr_noise("oulad", 4.0)),
     Figure("caps.doc.real.noise.eps1", _CR, _cr_noise("oulad", 1.0)),
-    Figure("caps.doc.real.d_ba", _CR, lambda p: _span(
-        r["balanced_accuracy"] for r in p["paired_summary"] if r["variant"] == "oulad" and r["cycle"] >= 2)),
-    Figure("caps.doc.real.d_ba.verdict", _CR, lambda p: _verdict(
-        [r for r in p["paired_summary"] if r["variant"] == "oulad" and r["cycle"] >= 2], "balanced_accuracy",
-        "above")),
+    Figure("caps.doc.real.d_ba", _CR, _range_of(_cr_oulad_later, "balanced_accuracy")),
+    Figure("caps.doc.real.d_ba.verdict", _CR, _verdict_of(_cr_oulad_later, "balanced_accuracy", "above")),
     Figure("caps.doc.real.d_ba.cells_above", _CR, _cells_above("balanced_accuracy")),
     Figure("caps.doc.real.d_heldout.cells_above", _CR, _cells_above("balanced_accuracy_heldout")),
     Figure("caps.doc.real.nodp.oneshot", _CR, _cr_level("oulad_nodp", float("inf"))),

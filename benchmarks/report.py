@@ -116,6 +116,17 @@ def unregistered_figures(text: str) -> list[str]:
     Also reports history spans whose visible text does not name their commit. Parameters and thresholds are
     written as code (``alpha=0.01``) or with fewer than two decimals, so what is left is a measurement that the
     registry does not write.
+
+    Parameters
+    ----------
+    text : str
+        A Markdown document (README.md or a page of docs/).
+
+    Returns
+    -------
+    list of str
+        One line per finding: the number and the start of its line, or the history span that names no commit;
+        empty when every measured number is generated or marked as history.
     """
     found = [f"history:{m['commit']} does not name its commit in its text" for m in HISTORY.finditer(text)
              if m["commit"][:7] not in m["text"]]
