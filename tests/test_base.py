@@ -63,7 +63,9 @@ def test_budget_log_explains_every_epsilon(mixed_frame, mixed_schema):
     assert all("histogram of column" in r.target and r.sensitivity == 1.0 for r in log)
 
 
-def test_without_schema_domain_is_charged(mixed_frame):
+def test_without_schema_domain_is_charged(mixed_frame, reproducible_noise):
+    # noise from random_state: the 'enrolled' dates sit near the domain estimate's release threshold, and with
+    # secure noise a rare draw released none of them (DomainEstimateError in one CI run)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         synth = DPMarginalsSynthesizer(epsilon=4.0, delta=1e-5, random_state=0).fit(mixed_frame)
