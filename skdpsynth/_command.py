@@ -18,6 +18,7 @@ from typing import Any
 
 from skdpsynth._io import silence_stdout
 from skdpsynth.exceptions import PrivacyLeakWarning, SkdpsynthError
+from skdpsynth.utils._optional import EXTRAS
 
 __all__ = ["PROG", "EXIT_OK", "EXIT_REJECTED", "EXIT_INPUT", "EXIT_INTERNAL", "Parser", "run_command", "cli_warnings",
            "say"]
@@ -26,6 +27,8 @@ PROG = "skdpsynth"
 #: 0 done; 1 a release rejected; 2 bad input or set-up (a missing extra included): the message says what to do;
 #: 3 an internal error (a bug)
 EXIT_OK, EXIT_REJECTED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: the optional packages (import names): an ImportError naming one is set-up (install the extra), any other a bug
+_OPTIONAL = frozenset(module for modules in EXTRAS.values() for module in modules)
 
 
 class Parser(argparse.ArgumentParser):
@@ -92,19 +95,33 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
     except KeyboardInterrupt:
         _error("interrupted.")
         return 130
-    except (SkdpsynthError, ValueError, OSError, ImportError) as exc:  # ImportError: an extra to install
-        if debug:
-            traceback.print_exc()
-        _error(str(exc) or type(exc).__name__)
-        return EXIT_INPUT
+    except (SkdpsynthError, ValueError, OSError) as exc:
+        return _input_error(exc, debug)
+    except ImportError as exc:  # a missing extra (its message says which to install); a broken import is a bug
+        if (exc.name or "").partition(".")[0] in _OPTIONAL:
+            return _input_error(exc, debug)
+        return _internal_error(exc, debug)
     except MemoryError:
         if debug:
             traceback.print_exc()
         _error("out of memory; try a smaller table or --n-samples.")
         return EXIT_INTERNAL
     except Exception as exc:  # an internal failure: say so, no traceback unless asked
-        if debug:
-            traceback.print_exc()
-        _error(f"internal error ({type(exc).__name__}: {exc}). This is a bug in skdpsynth: please report it "
-               "with the output of the same command run with --debug.")
-        return EXIT_INTERNAL
+        return _internal_error(exc, debug)
+
+
+def _input_error(exc: BaseException, debug: bool) -> int:
+    """Bad input or set-up: the message says what to do (exit 2)."""
+    if debug:
+        traceback.print_exc()
+    _error(str(exc) or type(exc).__name__)
+    return EXIT_INPUT
+
+
+def _internal_error(exc: BaseException, debug: bool) -> int:
+    """A bug: say so, with the traceback only under --debug (exit 3)."""
+    if debug:
+        traceback.print_exc()
+    _error(f"internal error ({type(exc).__name__}: {exc}). This is a bug in skdpsynth: please report it "
+           "with the output of the same command run with --debug.")
+    return EXIT_INTERNAL

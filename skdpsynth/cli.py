@@ -3,7 +3,8 @@
 Every sub-command shares one error handler (:func:`run_command`): problems
 are reported as ``skdpsynth: error: ...`` on stderr without a traceback
 (``--debug`` shows it). Exit status: 0 success, 1 a rejected audit (or a
-ledger that fails verification), 2 bad input, 3 an internal failure.
+ledger that fails verification), 2 bad input or a missing extra (the message names it), 3 an internal failure
+(a broken import of ours included).
 """
 
 from __future__ import annotations

@@ -467,6 +467,25 @@ def test_internal_failure_is_exit_3_without_traceback(files, capsys, monkeypatch
     assert code == 3 and "Traceback" in err
 
 
+def test_a_broken_import_is_internal_but_a_missing_extra_is_set_up(files, capsys, monkeypatch):
+    """Only an ImportError naming an optional package (an extra to install) is exit 2; any other is a bug."""
+    def broken(self, X, ctx):
+        raise ImportError("cannot import name 'gone' from 'skdpsynth.synthesizers._engine'",
+                          name="skdpsynth.synthesizers._engine")
+
+    monkeypatch.setattr(DPMarginalsSynthesizer, "_fit_table", broken)
+    code, _, err = run(capsys, synth_args(files))
+    assert code == 3 and "internal error" in err and "ImportError" in err
+
+    def no_torch(self, X, ctx):
+        raise ImportError('DPMarginalsSynthesizer needs \'torch\', which is not installed: pip install '
+                          '"skdpsynth[deep]"', name="torch")
+
+    monkeypatch.setattr(DPMarginalsSynthesizer, "_fit_table", no_torch)
+    code, _, err = run(capsys, synth_args(files, "--force"))
+    assert code == 2 and "internal error" not in err and 'skdpsynth[deep]' in err
+
+
 def test_debug_shows_traceback_of_bad_input(files, capsys):
     code, _, err = run(capsys, synth_args(files, "--debug", data="missing.csv"))
     assert code == 2 and "Traceback" in err and "skdpsynth: error:" in err
