@@ -810,8 +810,7 @@ MEASURED: list[tuple[str, str]] = [
      "non-private {regen.nonprivate.first} -> {regen.nonprivate.last} ({regen.nonprivate.drop} points), "
      "eps 10 {regen.eps10.first} -> {regen.eps10.last} ({regen.eps10.drop} points); 2,000 rows: Gaussian copula "
      "{regen.copula.drop} points in 10 generations, CTGAN {regen.ctgan.drop} and TVAE {regen.tvae.drop} in 4"),
-    ("AIM vs private-pgm's AIM (4d2b3c5, JAX), eps 1, side by side, 3 seeds each (Adult: an earlier run, before "
-     "result stamps)",
+    ("AIM vs private-pgm's AIM (4d2b3c5, JAX), eps 1, side by side, 3 seeds each (one run per table)",
      "TSTR macro-F1 UCI dropout {aim.tstr.uci_dropout} vs {pgm_aim.tstr.uci_dropout} ({aim_x4.tstr.uci_dropout} "
      "with the outcome's pairs weighted), Adult {aim.tstr.adult} vs "
      "{pgm_aim.tstr.adult}; SDMetrics {aim.quality.uci_dropout} vs {pgm_aim.quality.uci_dropout}, "
@@ -853,11 +852,14 @@ RERUN: dict[str, str] = {
     "regeneration.json": "python benchmarks/regeneration.py --rows 2000 --methods npgc copula && python "
                          "benchmarks/regeneration.py --rows 2000 --epochs 5 --generations 4 --methods ctgan tvae "
                          "--merge",
-    "tabular_side_by_side_pgm_jax.json": "python benchmarks/tabular_side_by_side.py (private-pgm AIM, JAX; "
-                                         "see the file's report for the options)",
+    "tabular_side_by_side_pgm_jax.json": "python benchmarks/tabular_side_by_side.py --datasets uci_dropout "
+                                         "--epsilons 1 --seeds 3 --pgm-seeds 3 --pgm-python PGM_VENV/bin/python "
+                                         "--pgm-src PRIVATE_PGM --pgm-timeout 6000 --name "
+                                         "tabular_side_by_side_pgm_jax",
     "tabular_side_by_side_pgm_jax_adult.json": "python benchmarks/tabular_side_by_side.py --datasets adult "
                                                "--epsilons 1 --seeds 3 --pgm-seeds 3 --no-pgm-mst --pgm-python "
-                                               "PGM_VENV/bin/python --pgm-src PRIVATE_PGM",
+                                               "PGM_VENV/bin/python --pgm-src PRIVATE_PGM --pgm-timeout 6000 "
+                                               "--name tabular_side_by_side_pgm_jax_adult",
     "tabular_side_by_side_deep.json": "python benchmarks/tabular_side_by_side.py --datasets uci_dropout --no-ours "
                                       "--deep-epochs 300 --name tabular_side_by_side_deep",
     "tabular_side_by_side_tvae.json": "python benchmarks/tabular_side_by_side.py --datasets adult --no-ours "
