@@ -874,6 +874,8 @@ RERUN: dict[str, str] = {
     "privacy_audit.json": "python benchmarks/privacy_audit.py --n-jobs 16",
     "mst_speed.json": "python benchmarks/mst_speed.py --repeats 10",
     "engine_quality.json": "python benchmarks/engine_quality.py --seeds 10",
+    "domain_estimate.json": "python benchmarks/domain_estimate.py",
+    "partition_selection.json": "python benchmarks/partition_selection.py",
     "pearl_grid.json": "python benchmarks/pearl_grid.py --full --seeds 3 --n-jobs 16",
 }
 
