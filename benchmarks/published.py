@@ -884,14 +884,14 @@ _UNSTAMPED = "written before result files were stamped: no record of the code it
 #: (``tests/test_results_fresh.py`` fails on an entry that has become fresh, so it is removed when rerun)
 STALE_ALLOWED: dict[str, str] = {
     "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own environment "
-                                         "and hours of one core: its AIM runs on one thread here, and on "
-                                         "2026-12-05 (03:59-04:34 UTC) the first of its 3 fits used 32 CPU min "
-                                         "without finishing (this file's fits averaged 599 CPU s) and was "
-                                         "stopped for time; fitting its seeds in parallel needs a runner change",
+                                         "and about 2.4 h of one core here: on 2026-12-05 (05:20-07:12 UTC, "
+                                         "RERUN's command) its MST fits took 626-663 CPU s (178 in this file) and "
+                                         "its first AIM fit 2,298 CPU s (599 a fit in this file); with the Adult "
+                                         "rerun beside it the two need a whole session of both cores",
     "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own "
-                                               "environment and about 1-2 h of one core (3 fits of at least 1,100 "
-                                               "CPU s each); started beside the UCI dropout rerun on 2026-12-05 "
-                                               "and stopped for time after 16 CPU min of its first fit",
+                                               "environment and about 2.1 h of one core here: on 2026-12-05 "
+                                               "(05:20-06:30 UTC, RERUN's command) its first AIM fit took 2,575 "
+                                               "CPU s (1,087 a fit in this file); stopped after it for time",
 }
 
 
