@@ -18,7 +18,7 @@ from typing import Any
 
 from skdpsynth._io import silence_stdout
 from skdpsynth.exceptions import PrivacyLeakWarning, SkdpsynthError
-from skdpsynth.utils._optional import EXTRAS
+from skdpsynth.utils._optional import _EXTRA_OF
 
 __all__ = ["PROG", "EXIT_OK", "EXIT_REJECTED", "EXIT_INPUT", "EXIT_INTERNAL", "Parser", "run_command", "cli_warnings",
            "say"]
@@ -27,8 +27,6 @@ PROG = "skdpsynth"
 #: 0 done; 1 a release rejected; 2 bad input or set-up (a missing extra included): the message says what to do;
 #: 3 an internal error (a bug)
 EXIT_OK, EXIT_REJECTED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-#: the optional packages (import names): an ImportError naming one is set-up (install the extra), any other a bug
-_OPTIONAL = frozenset(module for modules in EXTRAS.values() for module in modules)
 
 
 class Parser(argparse.ArgumentParser):
@@ -97,8 +95,8 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
         return 130
     except (SkdpsynthError, ValueError, OSError) as exc:
         return _input_error(exc, debug)
-    except ImportError as exc:  # a missing extra (its message says which to install); a broken import is a bug
-        if (exc.name or "").partition(".")[0] in _OPTIONAL:
+    except ImportError as exc:  # an optional package (an extra to install: the message says which); else a bug
+        if (exc.name or "").partition(".")[0] in _EXTRA_OF:
             return _input_error(exc, debug)
         return _internal_error(exc, debug)
     except MemoryError:
