@@ -231,6 +231,9 @@ def _aim_side_by_side_figures() -> list[Figure]:
         Figure("sbs.uci_dropout.pgm_aim.seeds", _SBS_SOURCES["uci_dropout"], lambda p: values(
             r["tstr"] for r in sorted(select(p["rows"], dataset="uci_dropout", method="private-pgm AIM"),
                                       key=lambda r: r["seed"])), ".3f"),
+        Figure("sbs.adult.aim.pairs_seeds", _SBS_SOURCES["adult"], lambda p: values(
+            r["pairs"] for r in sorted(select(p["rows"], dataset="adult", method="AIM"), key=lambda r: r["seed"])),
+               ".3f"),
     ]
     return figs
 
@@ -744,6 +747,15 @@ FIGURES: list[Figure] = [
            " s"),
     Figure("mst.rss.uci_dropout", _SBS_SOURCES["uci_dropout"], _side("uci_dropout", "MST", "peak_rss_mib"), ".0f",
            " MiB"),
+    # private-pgm's MST in the same run (its mechanism unchanged, on our grid)
+    Figure("pgm_mst.fit_s.uci_dropout", _SBS_SOURCES["uci_dropout"],
+           _side("uci_dropout", "private-pgm MST", "fit_cpu_s"), ".0f", " s"),
+    Figure("pgm_mst.rss.uci_dropout", _SBS_SOURCES["uci_dropout"],
+           _side("uci_dropout", "private-pgm MST", "peak_rss_mib"), ",.0f", " MiB"),
+    *[Figure(f"sbs.uci_dropout.{who}.{field}", _SBS_SOURCES["uci_dropout"], _side("uci_dropout", method, field), ".3f")
+      for who, method in (("mst", "MST"), ("pgm_mst", "private-pgm MST")) for field in ("tstr", "quality")],
+    Figure("mst.cpu_speedup.uci_dropout", _SBS_SOURCES["uci_dropout"],
+           _ratio("uci_dropout", "MST", "private-pgm MST", "speed-up (CPU)"), ".0f", "x"),
     # sequences, OULAD AAA
     Figure("markov.fit_s", "sequences.json",
            lambda p: value_range(r["fit_s"] for r in p["oulad_aaa"] if r["method"].startswith("DP-Markov")),
@@ -826,8 +838,11 @@ MEASURED: list[tuple[str, str]] = [
      "{paper.tvae.quality}, NPGC at eps 1 {paper.npgc.quality}; TSTR macro-F1 {paper.npgc_nodp.tstr} / "
      "{paper.ctgan.tstr} / {paper.tvae.tstr} / {paper.npgc.tstr}; fit CPU {paper.npgc_nodp.fit_cpu_s} / "
      "{paper.ctgan.fit_cpu_s} / {paper.tvae.fit_cpu_s} / {paper.npgc.fit_cpu_s}"),
-    ("MST, UCI dropout, eps 1, 3 seeds", "fit {mst.fit_s.uci_dropout} CPU, peak RSS of the fit process (Python and "
-     "the data included) {mst.rss.uci_dropout}"),
+    ("MST vs private-pgm's MST (4d2b3c5, JAX), UCI dropout, eps 1, side by side, 3 seeds each",
+     "fit {mst.fit_s.uci_dropout} CPU vs {pgm_mst.fit_s.uci_dropout} ({mst.cpu_speedup.uci_dropout} faster), peak RSS "
+     "of the fit process (Python and the data included) {mst.rss.uci_dropout} vs {pgm_mst.rss.uci_dropout}; TSTR "
+     "macro-F1 {sbs.uci_dropout.mst.tstr} vs {sbs.uci_dropout.pgm_mst.tstr}, SDMetrics "
+     "{sbs.uci_dropout.mst.quality} vs {sbs.uci_dropout.pgm_mst.quality}"),
     ("DP-Markov, OULAD AAA (350,298 events), orders 1-2, eps 1-10",
      "fit {markov.fit_s}, 1,000 learners sampled in {markov.sample_s}"),
     ("Knowledge tracing: DKT trained on DP-Markov data (eps 10)",
@@ -879,20 +894,9 @@ RERUN: dict[str, str] = {
     "pearl_grid.json": "python benchmarks/pearl_grid.py --full --seeds 3 --n-jobs 16",
 }
 
-_UNSTAMPED = "written before result files were stamped: no record of the code it measured"
 #: published files allowed to be stale or unstamped, each with why; this set may only shrink
 #: (``tests/test_results_fresh.py`` fails on an entry that has become fresh, so it is removed when rerun)
-STALE_ALLOWED: dict[str, str] = {
-    "tabular_side_by_side_pgm_jax.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own environment "
-                                         "and about 2.4 h of one core here: on 2026-12-05 (05:20-07:12 UTC, "
-                                         "RERUN's command) its MST fits took 626-663 CPU s (178 in this file) and "
-                                         "its first AIM fit 2,298 CPU s (599 a fit in this file); with the Adult "
-                                         "rerun beside it the two need a whole session of both cores",
-    "tabular_side_by_side_pgm_jax_adult.json": _UNSTAMPED + "; a rerun needs private-pgm (JAX) in its own "
-                                               "environment and about 2.1 h of one core here: on 2026-12-05 "
-                                               "(05:20-06:30 UTC, RERUN's command) its first AIM fit took 2,575 "
-                                               "CPU s (1,087 a fit in this file); stopped after it for time",
-}
+STALE_ALLOWED: dict[str, str] = {}
 
 
 def published_files() -> list[str]:

@@ -15,8 +15,8 @@ each ``--pgm-seeds`` seeds (default 1); the non-DP references once.
 private-pgm gets our public grid's cell codes (the same discretisation, 32
 bins) and its output is decoded uniformly inside the bins.
 Order of the fits: every fast fit first, dataset by dataset (ours, private-pgm's
-MST, the references), then private-pgm's AIM (25-30 min a fit on UCI dropout
-or Adult on 2 cores) at the first epsilon on every table, smallest tables
+MST, the references), then private-pgm's AIM (6-40 min a fit on UCI dropout
+or Adult, by machine and load) at the first epsilon on every table, smallest tables
 first, then at the next epsilon: a run stopped for time keeps every fast fit
 and the AIM fits it reached; the planned fits it did not reach are listed.
 The references need their own environments (``--pgm-python``, ``--ref-python``);
@@ -216,7 +216,7 @@ def score(dataset: str, synth: pd.DataFrame, seed: int, metric_rows: int) -> dic
 
 
 def settings(datasets, epsilons, seeds: int, args) -> list[dict]:
-    """Every fit of the run, the fast ones first and private-pgm's AIM (25-30 min a fit) last.
+    """Every fit of the run, the fast ones first and private-pgm's AIM (6-40 min a fit) last.
 
     Dataset by dataset: ours at each epsilon, private-pgm's MST at each epsilon, the non-DP references. Then
     private-pgm's AIM at the first epsilon on every table (smallest tables first, ``AIM_ORDER``), then at the
