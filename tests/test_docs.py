@@ -6,7 +6,9 @@ blocks still run), in a fresh temporary working directory (so files the examples
 touch the repository, and classes defined in a block are picklable). The loaders find the real data
 through ``SKDPSYNTH_DATA_HOME`` (the shared data folder, laid out like their cache) and cannot download:
 the proxy variables point at a closed local port. A block whose first line is a comment saying
-"not run" is skipped. The README's command-line lines run afterwards on the files the quick start wrote.
+"not run" is skipped. A ``print(...)`` whose comment says what it prints (``# True``, ``# False [...]``, then
+any note after ':' or '(') fails its block when it prints anything else. The README's command-line lines run
+afterwards on the files the quick start wrote.
 """
 
 from __future__ import annotations
@@ -80,6 +82,17 @@ import traceback
 DOC = {doc!r}
 BLOCKS = json.loads({blocks!r})
 failed = []
+
+
+def _said(claim, *args):
+    # print(*args), then hold it to the doc's comment: what was printed, then nothing or a ':' / '(' note
+    got = " ".join(str(a) for a in args)
+    print(got)
+    rest = claim[len(got):].lstrip() if claim.startswith(got) else None
+    if rest is None or rest[:1] not in ("", ":", "("):
+        raise AssertionError(f"printed {{got!r}} where the doc says {{claim!r}}")
+
+
 for index, (line, code) in enumerate(BLOCKS, 1):
     try:
         # padded so that a traceback names the Markdown file and its line
@@ -94,13 +107,29 @@ raise SystemExit(1 if failed else 0)
 """
 
 
+#: ``print(...)  # True ...`` / ``# False ...``: a line whose comment says what it prints (not "True or False")
+CLAIM = re.compile(r"^(?P<indent>[ \t]*)print\((?P<args>.*)\)[ \t]*#[ \t]*"
+                   r"(?P<claim>(?:True|False)\b(?! or\b).*?)[ \t]*$")
+
+
+def checked_claims(code: str) -> str:
+    """``code`` with each claimed print checked: the line prints as before, then fails unless the comment is right.
+
+    The comment must start with exactly what is printed (the values joined by spaces), followed by nothing or a
+    note after ':' or '('. The line numbers stay as they are, so a traceback still names the Markdown line.
+    """
+    def sub(m: re.Match[str]) -> str:
+        return f"{m['indent']}_said({m['claim']!r}, {m['args']})"
+    return "\n".join(CLAIM.sub(sub, line) for line in code.split("\n"))
+
+
 def build_script(path: Path) -> str:
     """One script from a file's Python blocks: each block runs in turn in one namespace (that of ``__main__``).
 
     A block that raises is reported by its index and first line, with its traceback, and the next block still
     runs, so that one run names every failing block (later failures may follow from an earlier one).
     """
-    blocks = json.dumps([(b.line, b.code) for b in python_blocks(path)])
+    blocks = json.dumps([(b.line, checked_claims(b.code)) for b in python_blocks(path)])
     rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
     return RUNNER.format(doc=str(path), blocks=blocks).replace("{DOC_NAME}", rel)
 
@@ -269,6 +298,19 @@ def test_runner_reports_every_failing_block(tmp_path: Path) -> None:
     assert "FAILED x.md block 2 (line 8): NameError: name 'y' is not defined" in proc.stdout
     assert "FAILED x.md block 4 (line 19): ZeroDivisionError" in proc.stdout
     assert f'File "{md}", line 9' in proc.stderr and "print(y)" in proc.stderr
+
+
+def test_runner_holds_prints_to_the_doc_s_comments(tmp_path: Path) -> None:
+    """A ``print(...)  # True ...`` line fails its block when it prints something else; notes after ':' are free."""
+    md = tmp_path / "x.md"
+    md.write_text("```python\nprint(1 < 2)  # True: a note\nprint(1 < 2, [])  # True []\n"
+                  "print(2 < 1)  # True or False\n```\n\n```python\nprint(1 < 2)  # True True\n```\n\n"
+                  "```python\nprint(2 < 1, 'a')  # False b\n```\n",
+                  encoding="utf-8")
+    proc = run_doc(md, tmp_path)
+    assert "BLOCKS RUN: 1/3" in proc.stdout, proc.stdout
+    assert "FAILED x.md block 2 (line 8): AssertionError: printed 'True' where the doc says 'True True'" in proc.stdout
+    assert "block 3 (line 12): AssertionError: printed 'False a' where the doc says 'False b'" in proc.stdout
 
 
 def _site_config():
