@@ -839,7 +839,7 @@ MEASURED: list[tuple[str, str]] = [
      "{paper.ctgan.tstr} / {paper.tvae.tstr} / {paper.npgc.tstr}; fit CPU {paper.npgc_nodp.fit_cpu_s} / "
      "{paper.ctgan.fit_cpu_s} / {paper.tvae.fit_cpu_s} / {paper.npgc.fit_cpu_s}"),
     ("MST vs private-pgm's MST (4d2b3c5, JAX), UCI dropout, eps 1, side by side, 3 seeds each",
-     "fit {mst.fit_s.uci_dropout} CPU vs {pgm_mst.fit_s.uci_dropout} ({mst.cpu_speedup.uci_dropout} faster), peak RSS "
+     "fit CPU {mst.fit_s.uci_dropout} vs {pgm_mst.fit_s.uci_dropout} ({mst.cpu_speedup.uci_dropout} faster), peak RSS "
      "of the fit process (Python and the data included) {mst.rss.uci_dropout} vs {pgm_mst.rss.uci_dropout}; TSTR "
      "macro-F1 {sbs.uci_dropout.mst.tstr} vs {sbs.uci_dropout.pgm_mst.tstr}, SDMetrics "
      "{sbs.uci_dropout.mst.quality} vs {sbs.uci_dropout.pgm_mst.quality}"),
