@@ -48,6 +48,12 @@ def _side(dataset: str, method: str, field: str) -> Callable[[dict[str, Any]], V
     return read
 
 
+def _per_seed(dataset: str, method: str, field: str) -> Callable[[dict[str, Any]], Value]:
+    """One method's ``field`` in every seed of a side-by-side run, in seed order."""
+    return lambda p: values(r[field] for r in sorted(select(p["rows"], dataset=dataset, method=method),
+                                                     key=lambda r: r["seed"]))
+
+
 def _ratio(dataset: str, ours: str, against: str, field: str) -> Callable[[dict[str, Any]], float]:
     return lambda p: one(p["ratios"], dataset=dataset, ours=ours, against=against)[field]
 
@@ -228,12 +234,9 @@ def _aim_side_by_side_figures() -> list[Figure]:
                    ".2f"),
         ]
     figs += [
-        Figure("sbs.uci_dropout.pgm_aim.seeds", _SBS_SOURCES["uci_dropout"], lambda p: values(
-            r["tstr"] for r in sorted(select(p["rows"], dataset="uci_dropout", method="private-pgm AIM"),
-                                      key=lambda r: r["seed"])), ".3f"),
-        Figure("sbs.adult.aim.pairs_seeds", _SBS_SOURCES["adult"], lambda p: values(
-            r["pairs"] for r in sorted(select(p["rows"], dataset="adult", method="AIM"), key=lambda r: r["seed"])),
-               ".3f"),
+        Figure("sbs.uci_dropout.pgm_aim.seeds", _SBS_SOURCES["uci_dropout"],
+               _per_seed("uci_dropout", "private-pgm AIM", "tstr"), ".3f"),
+        Figure("sbs.adult.aim.pairs_seeds", _SBS_SOURCES["adult"], _per_seed("adult", "AIM", "pairs"), ".3f"),
     ]
     return figs
 
@@ -672,15 +675,18 @@ def _pearl_figures() -> list[Figure]:
 
 _NPGC_DATASETS = {"adult": "Adult", "uci_dropout": "UCI dropout", "oulad": "OULAD", "uci_hesp": "UCI HESP"}
 
-def _aim_vs_pgm(dataset: str, source: str) -> list[Figure]:
-    """Our AIM against private-pgm's AIM on one table: TSTR, SDMetrics quality, CPU speed-up, peak-RSS ratio."""
-    figs = [Figure(f"{who}.{field}.{dataset}", source, _side(dataset, method, field))
-            for who, method in (("aim", "AIM"), ("pgm_aim", "private-pgm AIM")) for field in ("tstr", "quality")]
+def _vs_pgm(dataset: str, source: str, method: str, key: str) -> list[Figure]:
+    """Our ``method`` against private-pgm's own on one table: TSTR, SDMetrics quality, CPU speed-up, peak-RSS ratio.
+
+    Keys: ``{key}.*.{dataset}`` for ours, ``pgm_{method lower-cased}.*.{dataset}`` for theirs.
+    """
+    theirs = f"private-pgm {method}"
+    figs = [Figure(f"{who}.{field}.{dataset}", source, _side(dataset, m, field))
+            for who, m in ((key, method), (f"pgm_{method.lower()}", theirs)) for field in ("tstr", "quality")]
     return figs + [
-        Figure(f"aim.cpu_speedup.{dataset}", source, _ratio(dataset, "AIM", "private-pgm AIM", "speed-up (CPU)"),
-               ".0f", "x"),
-        Figure(f"aim.rss_ratio.{dataset}", source,
-               _ratio(dataset, "AIM", "private-pgm AIM", "peak RSS ours / theirs"), ".3f")]
+        Figure(f"{key}.cpu_speedup.{dataset}", source, _ratio(dataset, method, theirs, "speed-up (CPU)"), ".0f", "x"),
+        Figure(f"{key}.rss_ratio.{dataset}", source, _ratio(dataset, method, theirs, "peak RSS ours / theirs"),
+               ".3f")]
 
 
 FIGURES: list[Figure] = [
@@ -729,10 +735,10 @@ FIGURES: list[Figure] = [
     *[Figure(f"regen.{key}.drop", "regeneration.json", _regeneration_drop(method), "+.0f")
       for key, method in (("copula", "Gaussian copula (copulas)"), ("ctgan", "CTGAN"), ("tvae", "TVAE"))],
     # AIM against private-pgm's AIM, epsilon 1, 3 seeds each
-    *_aim_vs_pgm("uci_dropout", "tabular_side_by_side_pgm_jax.json"),
+    *_vs_pgm("uci_dropout", "tabular_side_by_side_pgm_jax.json", "AIM", "aim"),
     Figure("aim_x4.tstr.uci_dropout", "tabular_side_by_side_pgm_jax.json",
            _side("uci_dropout", "AIM (target x4)", "tstr")),
-    *_aim_vs_pgm("adult", "tabular_side_by_side_pgm_jax_adult.json"),
+    *_vs_pgm("adult", "tabular_side_by_side_pgm_jax_adult.json", "AIM", "aim"),
     # CTGAN / TVAE (not DP), one seed
     *[Figure(f"{m.lower()}.{field}.uci_dropout", "tabular_side_by_side_deep.json",
              _side("uci_dropout", f"{m} (not DP)", field), spec, unit)
@@ -752,10 +758,8 @@ FIGURES: list[Figure] = [
            _side("uci_dropout", "private-pgm MST", "fit_cpu_s"), ".0f", " s"),
     Figure("pgm_mst.rss.uci_dropout", _SBS_SOURCES["uci_dropout"],
            _side("uci_dropout", "private-pgm MST", "peak_rss_mib"), ",.0f", " MiB"),
-    *[Figure(f"sbs.uci_dropout.{who}.{field}", _SBS_SOURCES["uci_dropout"], _side("uci_dropout", method, field), ".3f")
-      for who, method in (("mst", "MST"), ("pgm_mst", "private-pgm MST")) for field in ("tstr", "quality")],
-    Figure("mst.cpu_speedup.uci_dropout", _SBS_SOURCES["uci_dropout"],
-           _ratio("uci_dropout", "MST", "private-pgm MST", "speed-up (CPU)"), ".0f", "x"),
+    # (key "mst_sbs": "mst.<field>.<table>" are NPGC's MST comparison, npgc_mst_utility.json)
+    *_vs_pgm("uci_dropout", _SBS_SOURCES["uci_dropout"], "MST", "mst_sbs"),
     # sequences, OULAD AAA
     Figure("markov.fit_s", "sequences.json",
            lambda p: value_range(r["fit_s"] for r in p["oulad_aaa"] if r["method"].startswith("DP-Markov")),
@@ -839,10 +843,10 @@ MEASURED: list[tuple[str, str]] = [
      "{paper.ctgan.tstr} / {paper.tvae.tstr} / {paper.npgc.tstr}; fit CPU {paper.npgc_nodp.fit_cpu_s} / "
      "{paper.ctgan.fit_cpu_s} / {paper.tvae.fit_cpu_s} / {paper.npgc.fit_cpu_s}"),
     ("MST vs private-pgm's MST (4d2b3c5, JAX), UCI dropout, eps 1, side by side, 3 seeds each",
-     "fit CPU {mst.fit_s.uci_dropout} vs {pgm_mst.fit_s.uci_dropout} ({mst.cpu_speedup.uci_dropout} faster), peak RSS "
-     "of the fit process (Python and the data included) {mst.rss.uci_dropout} vs {pgm_mst.rss.uci_dropout}; TSTR "
-     "macro-F1 {sbs.uci_dropout.mst.tstr} vs {sbs.uci_dropout.pgm_mst.tstr}, SDMetrics "
-     "{sbs.uci_dropout.mst.quality} vs {sbs.uci_dropout.pgm_mst.quality}"),
+     "fit CPU {mst.fit_s.uci_dropout} vs {pgm_mst.fit_s.uci_dropout} ({mst_sbs.cpu_speedup.uci_dropout} faster), "
+     "peak RSS of the fit process (Python and the data included) {mst.rss.uci_dropout} vs {pgm_mst.rss.uci_dropout}; "
+     "TSTR macro-F1 {mst_sbs.tstr.uci_dropout} vs {pgm_mst.tstr.uci_dropout}, SDMetrics "
+     "{mst_sbs.quality.uci_dropout} vs {pgm_mst.quality.uci_dropout}"),
     ("DP-Markov, OULAD AAA (350,298 events), orders 1-2, eps 1-10",
      "fit {markov.fit_s}, 1,000 learners sampled in {markov.sample_s}"),
     ("Knowledge tracing: DKT trained on DP-Markov data (eps 10)",
